@@ -451,7 +451,7 @@ _retryctl() {
             return 0
             ;;
         retryctl__subcmd__apply)
-            opts="-f -R -c -v -h -V --filename --recursive --dry-run --prune --categorizer --armada-url --context --config --timeout --token --token-file --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
+            opts="-f -R -c -v -h -V --filename --recursive --dry-run --prune --categorizer --force --armada-url --context --config --timeout --token --token-file --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2995,7 +2995,7 @@ _retryctl() {
             return 0
             ;;
         retryctl__subcmd__suggest)
-            opts="-o -c -v -h -V --history --lookout-db --jobset --baseline-from-cluster --baseline-engine --scheduler-config --retry-policy --global-max-retries --default-policy --incidents --incident --allow-empty --skip-invalid --categorizer --min-trials --futile --max-limit --extrapolate --executor-config --executor-config-format --max-contradictions --exit-code --name --output --output-file --emit --shard-count --image --volume --armada-queue --emit-job-set --job-set --namespace --requests --dsn-secret --since --from --to --queue --baseline --shard --engine --backtest-at --armada-url --context --config --timeout --token --token-file --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
+            opts="-o -c -v -h -V --history --lookout-db --jobset --baseline-from-cluster --baseline-engine --scheduler-config --retry-policy --global-max-retries --default-policy --incidents --incident --allow-empty --skip-invalid --categorizer --min-trials --futile --max-limit --extrapolate --executor-config --executor-config-format --keep-categorizer --max-contradictions --exit-code --name --output --output-file --emit --shard-count --image --volume --armada-queue --emit-job-set --job-set --namespace --requests --dsn-secret --since --from --to --queue --baseline --shard --engine --backtest-at --armada-url --context --config --timeout --token --token-file --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -3817,7 +3817,7 @@ _retryctl() {
             return 0
             ;;
         retryctl__subcmd__watch)
-            opts="-f -R -c -v -h -V --lookout-db --queue --baseline --filename --recursive --categorizer --baseline-categorizer --engine --baseline-engine --scheduler-config --retry-policy --global-max-retries --default-policy --listen --state --since --poll --window --emit --image --volume --dsn-secret --namespace --requests --armada-url --context --config --timeout --token --token-file --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
+            opts="-f -R -c -v -h -V --lookout-db --queue --baseline --filename --recursive --categorizer --baseline-categorizer --engine --baseline-engine --scheduler-config --retry-policy --global-max-retries --default-policy --listen --state --since --poll --window --settle --min-jobs --max-contradictions --emit --image --volume --dsn-secret --namespace --requests --armada-url --context --config --timeout --token --token-file --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -3892,6 +3892,18 @@ _retryctl() {
                     return 0
                     ;;
                 --window)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --settle)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --min-jobs)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-contradictions)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

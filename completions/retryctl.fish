@@ -287,7 +287,7 @@ json\t''
 name\t''
 jsonpath=\t''
 custom-columns=\t''"
-complete -c retryctl -n "__fish_retryctl_using_subcommand get; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -l api-version -d 'Dialect of YAML/JSON output for policies' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -l api-version -d 'Dialect of YAML/JSON output for policies: `armadaproject.io/v1` or `armadaproject.io/v1beta1`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -l sort-by -d 'Sort by the value at this JSONPath of each object (`.metadata.name`, `{.spec.retryLimit}`)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -l lookout-db -d 'Read what the cluster stores, read-only, from Lookout\'s PostgreSQL database (tables `retry_policy`, `queue`, `queue_retry_policy`) instead of asking the server; without a value: $LOOKOUT_DB' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
@@ -321,7 +321,7 @@ json\t''
 name\t''
 jsonpath=\t''
 custom-columns=\t''"
-complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicy" -l api-version -d 'Dialect of YAML/JSON output for policies' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicy" -l api-version -d 'Dialect of YAML/JSON output for policies: `armadaproject.io/v1` or `armadaproject.io/v1beta1`. Default: the server\'s, v1beta1 from today\'s Armada (a server without the design dialect, `serve --dialect upstream`, `--lookout-db`), else v1' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicy" -l sort-by -d 'Sort by the value at this JSONPath of each object (`.metadata.name`, `{.spec.retryLimit}`)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicy" -l lookout-db -d 'Read what the cluster stores, read-only, from Lookout\'s PostgreSQL database (tables `retry_policy`, `queue`, `queue_retry_policy`) instead of asking the server; without a value: $LOOKOUT_DB' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicy" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
@@ -346,7 +346,7 @@ json\t''
 name\t''
 jsonpath=\t''
 custom-columns=\t''"
-complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policy" -l api-version -d 'Dialect of YAML/JSON output for policies' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policy" -l api-version -d 'Dialect of YAML/JSON output for policies: `armadaproject.io/v1` or `armadaproject.io/v1beta1`. Default: the server\'s, v1beta1 from today\'s Armada (a server without the design dialect, `serve --dialect upstream`, `--lookout-db`), else v1' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policy" -l sort-by -d 'Sort by the value at this JSONPath of each object (`.metadata.name`, `{.spec.retryLimit}`)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policy" -l lookout-db -d 'Read what the cluster stores, read-only, from Lookout\'s PostgreSQL database (tables `retry_policy`, `queue`, `queue_retry_policy`) instead of asking the server; without a value: $LOOKOUT_DB' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policy" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
@@ -371,7 +371,7 @@ json\t''
 name\t''
 jsonpath=\t''
 custom-columns=\t''"
-complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicies" -l api-version -d 'Dialect of YAML/JSON output for policies' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicies" -l api-version -d 'Dialect of YAML/JSON output for policies: `armadaproject.io/v1` or `armadaproject.io/v1beta1`. Default: the server\'s, v1beta1 from today\'s Armada (a server without the design dialect, `serve --dialect upstream`, `--lookout-db`), else v1' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicies" -l sort-by -d 'Sort by the value at this JSONPath of each object (`.metadata.name`, `{.spec.retryLimit}`)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicies" -l lookout-db -d 'Read what the cluster stores, read-only, from Lookout\'s PostgreSQL database (tables `retry_policy`, `queue`, `queue_retry_policy`) instead of asking the server; without a value: $LOOKOUT_DB' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicies" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
@@ -396,7 +396,7 @@ json\t''
 name\t''
 jsonpath=\t''
 custom-columns=\t''"
-complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policies" -l api-version -d 'Dialect of YAML/JSON output for policies' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policies" -l api-version -d 'Dialect of YAML/JSON output for policies: `armadaproject.io/v1` or `armadaproject.io/v1beta1`. Default: the server\'s, v1beta1 from today\'s Armada (a server without the design dialect, `serve --dialect upstream`, `--lookout-db`), else v1' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policies" -l sort-by -d 'Sort by the value at this JSONPath of each object (`.metadata.name`, `{.spec.retryLimit}`)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policies" -l lookout-db -d 'Read what the cluster stores, read-only, from Lookout\'s PostgreSQL database (tables `retry_policy`, `queue`, `queue_retry_policy`) instead of asking the server; without a value: $LOOKOUT_DB' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policies" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
@@ -421,7 +421,7 @@ json\t''
 name\t''
 jsonpath=\t''
 custom-columns=\t''"
-complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from rp" -l api-version -d 'Dialect of YAML/JSON output for policies' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from rp" -l api-version -d 'Dialect of YAML/JSON output for policies: `armadaproject.io/v1` or `armadaproject.io/v1beta1`. Default: the server\'s, v1beta1 from today\'s Armada (a server without the design dialect, `serve --dialect upstream`, `--lookout-db`), else v1' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from rp" -l sort-by -d 'Sort by the value at this JSONPath of each object (`.metadata.name`, `{.spec.retryLimit}`)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from rp" -l lookout-db -d 'Read what the cluster stores, read-only, from Lookout\'s PostgreSQL database (tables `retry_policy`, `queue`, `queue_retry_policy`) instead of asking the server; without a value: $LOOKOUT_DB' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from rp" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
@@ -446,7 +446,7 @@ json\t''
 name\t''
 jsonpath=\t''
 custom-columns=\t''"
-complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queue" -l api-version -d 'Dialect of YAML/JSON output for policies' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queue" -l api-version -d 'Dialect of YAML/JSON output for policies: `armadaproject.io/v1` or `armadaproject.io/v1beta1`. Default: the server\'s, v1beta1 from today\'s Armada (a server without the design dialect, `serve --dialect upstream`, `--lookout-db`), else v1' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queue" -l sort-by -d 'Sort by the value at this JSONPath of each object (`.metadata.name`, `{.spec.retryLimit}`)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queue" -l lookout-db -d 'Read what the cluster stores, read-only, from Lookout\'s PostgreSQL database (tables `retry_policy`, `queue`, `queue_retry_policy`) instead of asking the server; without a value: $LOOKOUT_DB' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queue" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
@@ -471,7 +471,7 @@ json\t''
 name\t''
 jsonpath=\t''
 custom-columns=\t''"
-complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queues" -l api-version -d 'Dialect of YAML/JSON output for policies' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queues" -l api-version -d 'Dialect of YAML/JSON output for policies: `armadaproject.io/v1` or `armadaproject.io/v1beta1`. Default: the server\'s, v1beta1 from today\'s Armada (a server without the design dialect, `serve --dialect upstream`, `--lookout-db`), else v1' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queues" -l sort-by -d 'Sort by the value at this JSONPath of each object (`.metadata.name`, `{.spec.retryLimit}`)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queues" -l lookout-db -d 'Read what the cluster stores, read-only, from Lookout\'s PostgreSQL database (tables `retry_policy`, `queue`, `queue_retry_policy`) instead of asking the server; without a value: $LOOKOUT_DB' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queues" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
@@ -496,7 +496,7 @@ json\t''
 name\t''
 jsonpath=\t''
 custom-columns=\t''"
-complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from q" -l api-version -d 'Dialect of YAML/JSON output for policies' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from q" -l api-version -d 'Dialect of YAML/JSON output for policies: `armadaproject.io/v1` or `armadaproject.io/v1beta1`. Default: the server\'s, v1beta1 from today\'s Armada (a server without the design dialect, `serve --dialect upstream`, `--lookout-db`), else v1' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from q" -l sort-by -d 'Sort by the value at this JSONPath of each object (`.metadata.name`, `{.spec.retryLimit}`)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from q" -l lookout-db -d 'Read what the cluster stores, read-only, from Lookout\'s PostgreSQL database (tables `retry_policy`, `queue`, `queue_retry_policy`) instead of asking the server; without a value: $LOOKOUT_DB' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from q" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
@@ -738,6 +738,7 @@ always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand apply" -s R -l recursive -d 'Descend into subdirectories of directories given with -f'
 complete -c retryctl -n "__fish_retryctl_using_subcommand apply" -l prune -d 'Also delete the retry policies on the server that no file names (as `diff` lists them); refused, deleting nothing, while a queue still uses one'
+complete -c retryctl -n "__fish_retryctl_using_subcommand apply" -l force -d 'Apply a file `suggest -o policy` headed `# verdict: reject`, which is refused (exit 1, nothing sent) without it'
 complete -c retryctl -n "__fish_retryctl_using_subcommand apply" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand apply" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand apply" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -1030,7 +1031,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l max-lost -d '
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l max-compute -d 'Recommend no candidate whose cost (compute added − removed + expected) is over this: a duration (`10h`), or a percentage of the baseline\'s recorded compute (`5%`)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l max-contradictions -d 'Recommend nothing when more jobs than this contradict the baseline (it is then not what the cluster ran): a number of jobs (`5`), or a percentage of the jobs compared' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l max-candidates -d 'Refuse (exit 2, before any replay) a search of more candidates than N' -r
-complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l pick -d 'Print candidate ID\'s documents (`recommended`: the recommended one\'s) as YAML, ready for `retryctl apply -f`; a numbered one needs no history (given one, the search runs first, and a candidate that loses a job the baseline saves or breaks a constraint is refused, exit 1, unless --force)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l pick -d 'Print candidate ID\'s documents (`recommended`: the recommended one\'s; `template`: the one whose varied values are the template\'s own, exit 1 when none is) as YAML, ready for `retryctl apply -f`; a numbered one needs no history (given one, the search runs first, and a candidate that loses a job the baseline saves or breaks a constraint is refused, exit 1, unless --force)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -s o -l output -d 'Output format: html is one self-contained page (the frontier as a chart), markdown a table for a pull request, partial a shard\'s part for `retryctl merge` (with --shard); --pick writes yaml' -r -f -a "table\t''
 json\t''
 yaml\t''
@@ -1068,7 +1069,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -s R -l recursiv
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l baseline-from-cluster -d 'What-if against what the cluster runs: the baseline is the retry policies and queue attachments stored in the --lookout-db database'
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l allow-empty -d 'Exit 0 when the history holds no job (an empty file, directory, stdin or Lookout window), instead of 3'
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l skip-invalid -d 'Read past the job lines of the history that cannot be read (each said as a warning), say how many, and exit 0; without it they make the exit status 3'
-complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l force -d 'With --pick ID and a history: write the candidate even when it loses a job the baseline saves or breaks a constraint (a warning says which)'
+complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l force -d 'With --pick ID (or template) and a history: write the candidate even when it loses a job the baseline saves or breaks a constraint (a warning says which)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l exit-code -d 'Exit 1 when a candidate is recommended (a change worth making), with or without --pick'
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
@@ -1137,6 +1138,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l baseline-f
 complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l allow-empty -d 'Exit 0 when the history holds no job (an empty file, directory, stdin or Lookout window), instead of 3'
 complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l skip-invalid -d 'Read past the job lines of the history that cannot be read (each said as a warning), say how many, and exit 0; without it they make the exit status 3'
 complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l extrapolate -d 'A depth with fewer than 5 trials of its own reads the signature\'s overall share instead of ending the limit (every such limit is marked `extrapolated`)'
+complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l keep-categorizer -d 'With --engine upstream: propose rules on today\'s categories only (no new category, no category\'s action changed), so that the executor config stays as it is and only the retry policy changes: the way past a split that costs another queue its jobs'
 complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l exit-code
 complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
@@ -1540,7 +1542,10 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand watch" -l listen -d 'S
 complete -c retryctl -n "__fish_retryctl_using_subcommand watch" -l state -d 'The file the cursor, the jobs counted of the last 5 minutes and every counter are kept in (written after each poll); a restart resumes from it' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand watch" -l since -d 'Where a fresh --state starts: jobs that reached a terminal state since this duration before now (`7d`, `36h`) or this RFC 3339 time (default: now)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand watch" -l poll -d 'How long to wait between polls (a Go duration: `30s`, `1m`)' -r
-complete -c retryctl -n "__fish_retryctl_using_subcommand watch" -l window -d 'The jobs /report replays: those that reached a terminal state within this duration before now (`7d`, `36h`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand watch" -l window -d 'The jobs /report replays and each candidate\'s verdict is judged on: those that reached a terminal state within this duration before now (`7d`, `36h`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand watch" -l settle -d 'How long a job read terminal waits for its runs (Lookout writes them after the job\'s state) before it is counted as its record stands (a Go duration: `10m`, `1h`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand watch" -l min-jobs -d 'Below this many jobs with a failed run in the window, a candidate\'s verdict is `inconclusive`' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand watch" -l max-contradictions -d 'How many jobs (or what share of them, `1%`) of the window may contradict today\'s policy before a candidate\'s verdict is `reject`: past it, today\'s policy is not what the cluster runs' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand watch" -l emit -d 'Print, instead of watching, the Kubernetes Deployment that runs this command line' -r -f -a "kubernetes\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand watch" -l image -d 'With --emit: the container image; its entrypoint must be retryctl (the repository\'s Dockerfile)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand watch" -l volume -d 'With --emit: the PersistentVolumeClaim the pod mounts at MOUNT: the policies lie under MOUNT and --state is written there' -r

@@ -197,6 +197,14 @@ pub fn suggest<'a>(input: &str, candidates: &[&'a str]) -> Option<&'a str> {
 mod tests {
     use super::*;
 
+    /// A DSN without a password is shown as any other value a user gave: `redact` (a leaf)
+    /// escapes the same characters the same way.
+    #[test]
+    fn a_dsn_is_escaped_as_every_value() {
+        let text = "host=db\nuser=\u{1b}[31m\u{85}\u{2028}\u{202e}\u{2066} dbname=é\t";
+        assert_eq!(crate::redact::redact_dsn(text), shown(text));
+    }
+
     #[test]
     fn suggestions() {
         let fields = ["retryLimit", "defaultAction", "rules"];

@@ -10,9 +10,11 @@
 //! codes, `CliError`), `redact` (secrets in URLs), `on_signal` (the temporary files a
 //! signal removes) and `whole_file` (a file replaced whole or not at all) import nothing
 //! from this crate; any module above `engine` may use them. `cli` is the command line's clap types, read by
-//! `app`, `commands`, `connection`, `output` and `deploy`, and by `replay` for the value of
-//! `--shard` (`cli::Shard`, to which `replay::shard` adds which jobs a shard holds); it
-//! imports `engine` only (its engine flag becomes an `engine::EngineKind`). `input` reads `-f` files and stdin into documents.
+//! `app`, `commands`, `connection`, `output` and `deploy`, and by `replay` for the values of
+//! `--shard` (`cli::Shard`, to which `replay::shard` adds which jobs a shard holds) and
+//! `--max-contradictions`; it imports `engine` (its engine flag becomes an
+//! `engine::EngineKind`), `model` (the API version a flag names) and `error` (its value
+//! parsers' errors). `input` reads `-f` files and stdin into documents.
 //! `model`, `engine`, `wire` and `armada_api` are pure: no I/O, clock, environment or
 //! randomness, and besides each other they import nothing from this crate except `diag` and
 //! `yaml`. `tune` is the search of `retryctl tune`: its candidates (varies, template, each
@@ -22,8 +24,9 @@
 //! proposed rules and documents, suspect nodes, pass 1's fold (which replays one job through
 //! `replay`), all pure; `commands::suggest` drives the two passes. `watch` is what `retryctl
 //! watch` counts (docs/watch.md): one job under today's policy and each candidate (through
-//! `replay`'s own replay of a side), the metric families, the cursor and `--state`'s text,
-//! all pure; `commands::watch` polls Lookout, serves and writes the file. `commands` lists the
+//! `replay::run::compare_job`, the comparison `simulate --baseline` runs), the one table of
+//! metric families, the cursor, the jobs waiting for their runs, the window's hourly sums and
+//! `--state`'s text, all pure; `commands::watch` polls Lookout, serves and writes the file. `commands` lists the
 //! verbs and two kits they share, `commands::replay` (a comparison's sides resolved once,
 //! the history opened, driven and finished) and `commands::remote` (the server verbs'); a
 //! verb imports kits, never another verb (`merge` aside, through its table of the verbs it

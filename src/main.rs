@@ -1,8 +1,10 @@
 //! The `retryctl` binary: parse the command line, run, report, exit. The only process exit.
 //! What the process does to start fast (its allocator, chosen before `main`) is `startup`.
 //! std's runtime start-up opens descriptors 0–2 on `/dev/null` if they are closed and ignores
-//! `SIGPIPE`, so that a closed stdout (`| head`) is an error the commands handle.
+//! `SIGPIPE`, so that a closed pipe (`| head`) is an error the commands handle; a stdout
+//! closed before the start (`>&-`) is told apart from `/dev/null` by `closed_stdout`.
 
+mod closed_stdout;
 mod startup;
 
 use std::io::Write;
@@ -34,14 +36,26 @@ fn main() {
             );
             std::process::exit(code.code().into());
         }
-        Err(e) => {
-            let _ = e.print();
-            let code = if e.use_stderr() {
-                ExitCode::Usage
-            } else {
-                ExitCode::Success
+        // `--help`, `--version`: written to stdout as a command's output is, a failed write
+        // an error (a closed stdout, `/dev/full`), a closed pipe not.
+        Err(e) if !e.use_stderr() => {
+            let written = match closed_stdout::was_closed() {
+                true => Err(std::io::Error::from_raw_os_error(libc::EBADF)),
+                false => e.print().and_then(|()| std::io::stdout().flush()),
+            };
+            let code = match written {
+                Err(w) if w.kind() != std::io::ErrorKind::BrokenPipe => {
+                    let reason = retryctl::input::io_reason(&w);
+                    let _ = writeln!(std::io::stderr(), "error: cannot write stdout: {reason}");
+                    ExitCode::Failure
+                }
+                _ => ExitCode::Success,
             };
             std::process::exit(code.code().into());
+        }
+        Err(e) => {
+            let _ = e.print();
+            std::process::exit(ExitCode::Usage.code().into());
         }
     };
     let stdout = std::io::stdout();
@@ -50,9 +64,14 @@ fn main() {
     // wherever it goes, so everything written through it was copied once more and searched
     // for its last newline (a million runs' records are tens of MB). Nothing else writes to
     // `Stdout`. Should the duplicate fail (no descriptor left), `Stdout` itself.
-    let raw: Box<dyn Write> = match stdout.as_fd().try_clone_to_owned() {
-        Ok(fd) => Box::new(std::fs::File::from(fd)),
-        Err(_) => Box::new(stdout.lock()),
+    // Closed at the start (`>&-`): every write fails, as on `/dev/full`.
+    let raw: Box<dyn Write> = if closed_stdout::was_closed() {
+        Box::new(closed_stdout::Closed)
+    } else {
+        match stdout.as_fd().try_clone_to_owned() {
+            Ok(fd) => Box::new(std::fs::File::from(fd)),
+            Err(_) => Box::new(stdout.lock()),
+        }
     };
     // 64 KiB: a bulk command's output (a replay's records, a shard's partial) went out in one
     // write(2) per 8 KiB, std's default, and each costs the kernel more than its bytes do.

@@ -1,11 +1,14 @@
-//! Secrets in URLs: the one function that hides them before a URL is printed anywhere
-//! (error messages, `version`, `config view`, `config get-contexts`, the `-v` request log),
-//! and the same masking of a query string alone (`serve`'s request log).
+//! Secrets in URLs and DSNs: the one function that hides them before a URL is printed
+//! anywhere (error messages, `version`, `config view`, `config get-contexts`, the `-v` request
+//! log), the one that hides a PostgreSQL DSN's password wherever Lookout's database is named
+//! (`history`'s and every verb's errors, `watch`'s log and `/healthz`), and the same masking
+//! of a query string alone (`serve`'s request log).
 //!
-//! Owns: [`redact_url`], [`push_masked_params`], [`redact_conninfo`] (PostgreSQL's key=value
-//! DSNs). Must not: import any other module of the crate (everyone who
-//! prints a URL uses this, so it stays a leaf), or parse URLs strictly: it must also hide
-//! the password in a URL too broken to use, since that is the one an error message quotes.
+//! Owns: [`redact_url`], [`redact_dsn`] (a URL DSN or key=value pairs), [`push_masked_params`].
+//! Must not: import any other module of the crate (everyone who prints a URL uses this, so it
+//! stays a leaf), or parse strictly: it must also hide the password in a URL or DSN too
+//! broken to use, since that is the one an error message quotes. Where a password's end is
+//! unclear, more is hidden rather than less.
 //!
 //! Decisions the design leaves open:
 //! - `user:password@` becomes `user:***@`, as docs/cli.md shows; a user without a password is
@@ -14,8 +17,13 @@
 //!   parameter whose name says it is a credential becomes `***`: names containing `token`,
 //!   `password`, `passwd`, `secret` or `apikey`/`api_key`/`api-key`, and `key`, `sig`,
 //!   `signature`, `auth`, `authorization`. Other parameters are kept, for debugging.
+//! - A DSN's password is hidden as the driver would read it (tokio-postgres: a URL's user
+//!   information runs to its first `@`, so a password may hold `/`, `?`, `#`), and as the
+//!   user may have meant it (up to the last `@`; a key=value password's words up to the next
+//!   `key=value`); `password=` in a key=value DSN or a URL's query in any case.
 //! - The text is otherwise left exactly as given (no normalising): what the user typed is
-//!   what they see, minus the secrets.
+//!   what they see, minus the secrets; a DSN is shown on one line, its control characters
+//!   escaped (`\x0a`), since it is quoted inside a message or a log line.
 
 /// What a secret is replaced with.
 pub const MASK: &str = "***";
@@ -133,11 +141,126 @@ fn percent_decoded(text: &str) -> String {
     String::from_utf8_lossy(&out).to_ascii_lowercase()
 }
 
-/// A PostgreSQL key=value DSN (`host=db password=s3cret`) with the value of every `password`
-/// replaced by [`MASK`], read as libpq and tokio-postgres read it: spaces around `=`, values
-/// in single quotes (with `\'` and `\\` escapes) or bare up to whitespace; an unterminated
-/// quote hides the rest. Everything else is left exactly as given.
-pub fn redact_conninfo(text: &str) -> String {
+/// A PostgreSQL DSN (`--lookout-db`, `$LOOKOUT_DB`) as every message shows it: each password
+/// replaced by [`MASK`], whatever it holds, and on one line (a control character, a line break
+/// among them, written `\x0a`). A DSN that starts with a scheme (`postgresql://`) is read as
+/// a URL ([`redact_dsn_url`]), anything else as key=value pairs ([`redact_conninfo`]): the
+/// choice tokio-postgres makes, widened to a mistyped scheme (`postgresq://u:p@h`), which the
+/// driver refuses and the message then quotes. Masking twice is masking once.
+pub fn redact_dsn(dsn: &str) -> String {
+    let masked = if has_scheme(dsn) {
+        redact_dsn_url(dsn)
+    } else {
+        redact_conninfo(dsn)
+    };
+    one_line(&masked)
+}
+
+/// Whether `text` starts with `scheme://` (RFC 3986's letters of a scheme).
+fn has_scheme(text: &str) -> bool {
+    text.split_once("://").is_some_and(|(scheme, _)| {
+        scheme.starts_with(|c: char| c.is_ascii_alphabetic())
+            && scheme
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+    })
+}
+
+/// A DSN URL with its password masked, read as tokio-postgres reads it rather than as a web
+/// URL ([`redact_url`]): the user information runs to the first `@` anywhere, so that a
+/// password may hold `/`, `?` and `#` unencoded; the password, from the first `:` in it, runs
+/// to the last `@` (one that holds an `@` of its own is hidden whole; a query's `@` after a
+/// password hides the host too, which is no secret lost). The query's credential parameters
+/// (`password=`, in any case) are masked to the next `&`, the parameters after one that are
+/// not `name=value` with it (a password that held an `&`); `#` is text there, as the driver
+/// reads it.
+fn redact_dsn_url(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_string();
+    };
+    let mut out = String::with_capacity(url.len());
+    out.push_str(scheme);
+    out.push_str("://");
+    let after_userinfo = match rest.find('@') {
+        Some(at) => match rest[..at].split_once(':') {
+            Some((user, _)) => {
+                let last = rest.rfind('@').unwrap_or(at);
+                out.push_str(user);
+                out.push(':');
+                out.push_str(MASK);
+                &rest[last..]
+            }
+            None => rest,
+        },
+        None => rest,
+    };
+    match after_userinfo.split_once('?') {
+        Some((host_path, query)) => {
+            out.push_str(host_path);
+            out.push('?');
+            let mut masking = false;
+            let mut first = true;
+            for part in query.split('&') {
+                let secret = match part.split_once('=') {
+                    Some((name, value)) => (!value.is_empty() && is_secret_param(name)).then_some(name),
+                    None if masking => continue,
+                    None => None,
+                };
+                if !first {
+                    out.push('&');
+                }
+                first = false;
+                match secret {
+                    Some(name) => {
+                        out.push_str(name);
+                        out.push('=');
+                        out.push_str(MASK);
+                    }
+                    None => out.push_str(part),
+                }
+                masking = secret.is_some();
+            }
+        }
+        None => out.push_str(after_userinfo),
+    }
+    out
+}
+
+/// `text` with every control character, line break and bidirectional control written as an
+/// escape (`\x0a`, `\u2028`), as the crate's messages write what a user gave (`diag::shown`,
+/// which this leaf cannot import).
+fn one_line(text: &str) -> String {
+    use std::fmt::Write as _;
+    // `diag::is_escaped`'s characters (its tests hold the two equal).
+    let escaped = |c: char| {
+        c.is_control() || matches!(c, '\u{2028}' | '\u{2029}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+    };
+    if !text.chars().any(escaped) {
+        return text.to_string();
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            c if !escaped(c) => out.push(c),
+            c if c.is_ascii() => {
+                let _ = write!(out, "\\x{:02x}", c as u32);
+            }
+            c => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+        }
+    }
+    out
+}
+
+/// A PostgreSQL key=value DSN (`host=db password=s3cret`) with the value of every credential
+/// key (`password`, in any case, `sslpassword`: the names [`push_masked_params`] masks)
+/// replaced by [`MASK`], read as libpq and tokio-postgres read it: spaces around `=`, values in
+/// single quotes (with `\'` and `\\` escapes) or bare up to whitespace; an unterminated quote
+/// hides the rest, and the words after a password that are not `key=value` are hidden with it
+/// (`password=a b c`: the driver refuses the line, and `b c` is likely the password's rest).
+/// Everything else is left exactly as given.
+fn redact_conninfo(text: &str) -> String {
     let bytes = text.as_bytes();
     let skip_space = |mut i: usize| {
         while i < bytes.len() && bytes[i].is_ascii_whitespace() {
@@ -161,7 +284,9 @@ pub fn redact_conninfo(text: &str) -> String {
         bytes.len()
     };
     let mut out = String::with_capacity(text.len());
-    let (mut copied, mut i) = (0, skip_space(0));
+    // `masking`: the last pair was a credential, whose mask covers the words that follow it
+    // until the next `key=value`.
+    let (mut copied, mut i, mut masking) = (0, skip_space(0), false);
     while i < bytes.len() {
         let key_start = i;
         while i < bytes.len() && bytes[i] != b'=' && !bytes[i].is_ascii_whitespace() {
@@ -170,13 +295,17 @@ pub fn redact_conninfo(text: &str) -> String {
         let key = &text[key_start..i];
         let eq = skip_space(i);
         if bytes.get(eq) != Some(&b'=') {
-            // Not `key=value`: the driver refuses it; nothing here to hide.
+            // Not `key=value`: the driver refuses it.
+            if masking {
+                copied = i;
+            }
             i = skip_space(i);
             continue;
         }
         let start = skip_space(eq + 1);
         let end = value_end(start).min(bytes.len());
-        if key == "password" {
+        masking = is_secret_param(key);
+        if masking {
             out.push_str(&text[copied..start]);
             out.push_str(MASK);
             copied = end;
@@ -189,7 +318,7 @@ pub fn redact_conninfo(text: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::redact_url;
+    use super::{redact_dsn, redact_url};
 
     #[test]
     fn passwords_and_credential_parameters_never_show() {
@@ -256,6 +385,83 @@ mod tests {
             ("", ""),
         ] {
             assert_eq!(masked(query), format!("GET /v1/retry-policies?{want}"), "{query}");
+        }
+    }
+
+    /// A DSN's password never shows, whatever it holds and whatever the DSN's shape; the
+    /// rest is kept as given.
+    #[test]
+    fn dsn_passwords_never_show() {
+        for (dsn, want) in [
+            // URLs: the password as tokio-postgres reads it (to the first `@`), or as meant
+            // (to the last).
+            (
+                "postgresql://user:s3cret@db:5432/lookout",
+                "postgresql://user:***@db:5432/lookout",
+            ),
+            (
+                "postgresql://user:p/ss?w#rd@host:5432/db",
+                "postgresql://user:***@host:5432/db",
+            ),
+            (
+                "postgresql://user:p%2Fss%3Fw%23rd%40@host:5432/db",
+                "postgresql://user:***@host:5432/db",
+            ),
+            ("postgresql://u:p@w@h/db", "postgresql://u:***@h/db"),
+            ("postgres://u:a@b/c?d#e@h/db", "postgres://u:***@h/db"),
+            ("postgresql://:pw@h/db", "postgresql://:***@h/db"),
+            ("postgresq://u:typo@h/db", "postgresq://u:***@h/db"),
+            (
+                "postgresql://u:p@h/db?sslmode=disable&password=x",
+                "postgresql://u:***@h/db?sslmode=disable&password=***",
+            ),
+            ("postgresql://h/db?PASSWORD=x", "postgresql://h/db?PASSWORD=***"),
+            (
+                "postgresql://h/db?password=a#b&c&sslmode=disable",
+                "postgresql://h/db?password=***&sslmode=disable",
+            ),
+            ("postgresql://u:pw@h/db\n", "postgresql://u:***@h/db\\x0a"),
+            ("postgresql://u:p\nw@h/db", "postgresql://u:***@h/db"),
+            // key=value: `password` in any case, quoted, spaced, escaped, unterminated.
+            (
+                "host=db user=u password=s3cret dbname=l",
+                "host=db user=u password=*** dbname=l",
+            ),
+            ("host=db PASSWORD=secret user=x", "host=db PASSWORD=*** user=x"),
+            ("Password=secret", "Password=***"),
+            ("host=db sslpassword=k", "host=db sslpassword=***"),
+            ("host=db password = s3cret dbname=l", "host=db password = *** dbname=l"),
+            ("host=db password='a b' user=x", "host=db password=*** user=x"),
+            ("password='it\\'s x' host=db", "password=*** host=db"),
+            ("host=db password='unterminated s3cret", "host=db password=***"),
+            // The words after a password that are not `key=value`: its rest.
+            ("host=db password=a bc d user=x", "host=db password=*** user=x"),
+            ("host=db password=sec\nret user=x", "host=db password=*** user=x"),
+            ("host=db\tpassword=s3cret", "host=db\\x09password=***"),
+            ("host=db\npassword=s3cret\n", "host=db\\x0apassword=***\\x0a"),
+        ] {
+            let got = redact_dsn(dsn);
+            assert_eq!(got, want, "{dsn:?}");
+            for secret in ["s3cret", "secret", "ss", "typo", "pw", "it", "sec", "ret", "bc"] {
+                if dsn.contains(secret) && !want.contains(secret) {
+                    assert!(!got.contains(secret), "{dsn:?}: {got}");
+                }
+            }
+            assert_eq!(redact_dsn(&got), got, "masking twice is masking once: {dsn:?}");
+        }
+    }
+
+    #[test]
+    fn dsns_without_a_password_are_kept() {
+        for dsn in [
+            "postgres://user@db/lookout",
+            "postgresql://db:5432/lookout?sslmode=disable",
+            "host=db user=password dbname=l",
+            "host=db port=5432",
+            "lookout",
+            "",
+        ] {
+            assert_eq!(redact_dsn(dsn), dsn);
         }
     }
 }

@@ -10,7 +10,9 @@ use std::path::PathBuf;
 use clap::{Args, ValueEnum};
 
 use super::emit::WatchEmitArgs;
+use super::max_contradictions::MaxContradictions;
 use super::replay::{EngineArg, SchedulerArgs, WindowArgs};
+use super::values;
 
 // `retryctl history` (docs/lookout.md).
 #[derive(Debug, Args)]
@@ -124,10 +126,26 @@ pub struct WatchArgs {
     #[arg(long, value_name = "DURATION", default_value = "30s")]
     pub poll: String,
 
-    /// The jobs /report replays: those that reached a terminal state within this duration
-    /// before now (`7d`, `36h`).
+    /// The jobs /report replays and each candidate's verdict is judged on: those that reached
+    /// a terminal state within this duration before now (`7d`, `36h`).
     #[arg(long, value_name = "DURATION", default_value = "7d")]
     pub window: String,
+
+    /// How long a job read terminal waits for its runs (Lookout writes them after the job's
+    /// state) before it is counted as its record stands (a Go duration: `10m`, `1h`).
+    #[arg(long, value_name = "DURATION", default_value = "10m")]
+    pub settle: String,
+
+    /// Below this many jobs with a failed run in the window, a candidate's verdict is
+    /// `inconclusive`.
+    #[arg(long, value_name = "N", default_value_t = 100)]
+    pub min_jobs: u64,
+
+    /// How many jobs (or what share of them, `1%`) of the window may contradict today's
+    /// policy before a candidate's verdict is `reject`: past it, today's policy is not what
+    /// the cluster runs.
+    #[arg(long, value_name = "N|P%", default_value_t = MaxContradictions::default(), value_parser = values::max_contradictions)]
+    pub max_contradictions: MaxContradictions,
 
     #[command(flatten)]
     pub emit: WatchEmitArgs,

@@ -149,7 +149,7 @@ pub fn invocation(argv: Vec<OsString>) -> Result<Invocation, CliError> {
 /// A value with a line break or a control character, refused (exit 2): in a document it
 /// would end a YAML line or a container's argument where the user did not, and the shards
 /// would run another command line than the one typed. The flag is named, the value shown
-/// escaped (`\x0a`).
+/// escaped (`\x0a`), but for a DSN, never shown.
 fn refuse_control(name: &str, id: &str, value: &str) -> Result<(), CliError> {
     let bad = value
         .chars()
@@ -165,6 +165,13 @@ fn refuse_control(name: &str, id: &str, value: &str) -> Result<(), CliError> {
     } else {
         "a control character"
     };
+    // A DSN may hold a password: neither it nor the character (which may be part of it) is
+    // shown. The documents never carry it (the pods read a Secret), but no DSN holds one.
+    if id == "lookout_db" {
+        return Err(CliError::usage(format!(
+            "`--lookout-db` holds {what}: no DSN does (the value is not shown: it may hold a password)"
+        )));
+    }
     Err(CliError::usage(format!(
         "`{flag}` `{}` holds {what} (`{}`): --emit cannot carry it into the documents",
         shown(value),

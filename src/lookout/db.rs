@@ -41,12 +41,12 @@ use tokio_postgres::error::SqlState;
 use tokio_postgres::{CopyOutStream, NoTls};
 
 use super::mapping::{self, error_text, JobRow, LookoutJob, Place, RowError, RunRow, ERROR_TEXT_MAX};
-use super::{mask_dsn, Filter, Item};
+use super::{Filter, Item};
 use crate::error::{CliError, ExitCode};
 use crate::model::failure_history::Timestamp;
 
 mod terminal;
-pub use terminal::{jobs_in, terminal_jobs, terminal_page, Span, Terminal, TERMINAL_STATES};
+pub use terminal::{database_now, jobs_by_id, jobs_in, terminal_jobs, terminal_page, Span, Terminal, TERMINAL_STATES};
 
 /// Bytes of a compressed `error` read: enough for the first [`ERROR_TEXT_MAX`] bytes of text
 /// of any stream a zlib encoder writes (stored blocks add 5 bytes in 64 KiB); a stream that
@@ -117,6 +117,11 @@ const NAMES: [&str; FIELDS] = [
 pub struct Db {
     pub(super) client: tokio_postgres::Client,
     pub(super) shown: String,
+    /// How long a statement may wait for a byte of the database's answer before it fails
+    /// (`watch`'s, [`Db::answering_within`]): a database that accepts and then answers
+    /// nothing (a black hole, no reset) is a failed poll, not a hang. `None`: as long as it
+    /// takes (an export's sorted statement may think a while before its first row).
+    pub(super) silence: Option<Duration>,
     /// Dropped last: the connection's task lives on it.
     pub(super) rt: tokio::runtime::Runtime,
 }
@@ -126,7 +131,45 @@ impl Db {
     pub fn shown(&self) -> &str {
         &self.shown
     }
+
+    /// Statements that fail once the database has sent nothing for `silence`.
+    pub fn answering_within(mut self, silence: Duration) -> Db {
+        self.silence = Some(silence);
+        self
+    }
+
+    /// `f`, a statement of this connection, waited for within [`Db::silence`].
+    pub(super) fn wait<T>(
+        &self,
+        f: impl std::future::Future<Output = Result<T, tokio_postgres::Error>>,
+    ) -> Result<T, CliError> {
+        let answered = match self.silence {
+            // The timer is made inside the runtime, whose clock it needs.
+            Some(d) => self
+                .rt
+                .block_on(async { tokio::time::timeout(d, f).await })
+                .map_err(|_| self.silent())?,
+            None => self.rt.block_on(f),
+        };
+        answered.map_err(|e| query_error(&e, &self.shown))
+    }
+
+    /// A database that answered nothing for [`Db::silence`].
+    fn silent(&self) -> CliError {
+        let d = self.silence.unwrap_or_default();
+        CliError::new(
+            ExitCode::Unreachable,
+            format!(
+                "the Lookout database at `{}` answered nothing for {}",
+                self.shown,
+                crate::model::duration::GoDuration(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+            ),
+        )
+    }
 }
+
+/// How long an idle connection waits before TCP keepalive probes a database that may be gone.
+const KEEPALIVE_IDLE: Duration = Duration::from_secs(30);
 
 /// The tables a history export reads.
 pub const HISTORY_TABLES: &[&str] = &["job", "job_run"];
@@ -137,20 +180,43 @@ pub fn connect(dsn: &str, timeout: Duration) -> Result<Db, CliError> {
     connect_with(dsn, timeout, HISTORY_TABLES)
 }
 
+/// `dsn` read as a DSN, before anything connects: a usage error naming `--lookout-db` (its
+/// password masked) when it does not parse, which no retry can fix.
+pub fn check_dsn(dsn: &str) -> Result<(), CliError> {
+    tokio_postgres::Config::from_str(dsn).map(|_| ()).map_err(|e| {
+        CliError::usage(format!(
+            "invalid `--lookout-db` `{}`: {e}",
+            crate::redact::redact_dsn(dsn)
+        ))
+    })
+}
+
 /// Connects and checks that every table of `tables` exists, naming all that do not.
 pub fn connect_with(dsn: &str, timeout: Duration, tables: &[&str]) -> Result<Db, CliError> {
-    let shown = mask_dsn(dsn);
+    let shown = crate::redact::redact_dsn(dsn);
     let mut config = tokio_postgres::Config::from_str(dsn)
         .map_err(|e| CliError::usage(format!("invalid `--lookout-db` `{shown}`: {e}")))?;
     if config.get_connect_timeout().is_none() {
         config.connect_timeout(timeout);
     }
+    config.keepalives(true).keepalives_idle(KEEPALIVE_IDLE);
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| CliError::new(ExitCode::Unreachable, format!("cannot start the database client: {e}")))?;
+    // The whole start-up within the timeout: a server that accepts and then says nothing
+    // holds the socket's connect timeout to nothing.
     let (client, connection) = rt
-        .block_on(config.connect(NoTls))
+        .block_on(async { tokio::time::timeout(timeout, config.connect(NoTls)).await })
+        .map_err(|_| {
+            CliError::new(
+                ExitCode::Unreachable,
+                format!(
+                    "cannot reach the Lookout database at `{shown}`: it answered nothing within {}",
+                    crate::model::duration::GoDuration(u64::try_from(timeout.as_nanos()).unwrap_or(u64::MAX))
+                ),
+            )
+        })?
         .map_err(|e| connect_error(&e, &shown))?;
     // Runs only while `rt.block_on` waits for an answer (current-thread runtime).
     rt.spawn(async move {
@@ -158,16 +224,33 @@ pub fn connect_with(dsn: &str, timeout: Duration, tables: &[&str]) -> Result<Db,
     });
     let names: Vec<String> = tables.iter().map(|t| t.to_string()).collect();
     let rows = rt
-        .block_on(client.query(
-            "SELECT t FROM unnest($1::text[]) WITH ORDINALITY AS u(t, i) WHERE to_regclass(t) IS NULL ORDER BY i",
-            &[&names],
-        ))
+        .block_on(async {
+            tokio::time::timeout(
+                timeout,
+                client.query(
+                    "SELECT t FROM unnest($1::text[]) WITH ORDINALITY AS u(t, i) WHERE to_regclass(t) IS NULL ORDER BY i",
+                    &[&names],
+                ),
+            )
+            .await
+        })
+        .map_err(|_| {
+            CliError::new(
+                ExitCode::Unreachable,
+                format!("the Lookout database at `{shown}` answered nothing within {}", crate::model::duration::GoDuration(u64::try_from(timeout.as_nanos()).unwrap_or(u64::MAX))),
+            )
+        })?
         .map_err(|e| query_error(&e, &shown))?;
     let missing: Vec<String> = rows.iter().map(|r| r.get::<_, String>(0)).collect();
     if let Some(e) = missing_tables(&shown, &missing) {
         return Err(e);
     }
-    Ok(Db { client, shown, rt })
+    Ok(Db {
+        client,
+        shown,
+        silence: None,
+        rt,
+    })
 }
 
 /// The error for the tables a database lacks (exit 4), naming every one and what creates it.
@@ -428,21 +511,16 @@ pub fn jobs_on<'a>(db: std::sync::Arc<Db>, filter: &Filter) -> Result<super::Job
 /// by key instead of reading whole tables, which it prefers for a few thousand jobs among
 /// many (a shard's, a page's).
 fn by_key(db: &Db) -> Result<(), CliError> {
-    db.rt
-        .block_on(
-            db.client
-                .batch_execute("SET enable_seqscan = off; SET enable_mergejoin = off; SET enable_hashjoin = off"),
-        )
-        .map_err(|e| query_error(&e, &db.shown))
+    db.wait(
+        db.client
+            .batch_execute("SET enable_seqscan = off; SET enable_mergejoin = off; SET enable_hashjoin = off"),
+    )
 }
 
 /// The jobs `statement` (a binary `COPY` of [`COLUMNS`], ordered by `job_id`) reads, each of
 /// the queue its row names.
 fn copy_jobs<'a>(db: std::sync::Arc<Db>, statement: &str) -> Result<super::JobStream<'a>, CliError> {
-    let stream = db
-        .rt
-        .block_on(db.client.copy_out(statement))
-        .map_err(|e| query_error(&e, &db.shown))?;
+    let stream = db.wait(db.client.copy_out(statement))?;
     Ok(Box::new(DbJobs {
         rows: CopyRows {
             stream: Box::pin(stream),
@@ -485,7 +563,7 @@ impl Iterator for DbJobs {
                 return None;
             }
             let group = &mut self.group;
-            match self.rows.next_row(&self.db.rt, |row| group.take(row)) {
+            match self.rows.next_row(&self.db.rt, self.db.silence, |row| group.take(row)) {
                 Ok(true) => {}
                 Ok(false) => {
                     self.finished = true;
@@ -495,6 +573,7 @@ impl Iterator for DbJobs {
                     self.finished = true;
                     let e = match e {
                         CopyError::Db(e) => query_error(&e, &self.db.shown),
+                        CopyError::Silent => self.db.silent(),
                         CopyError::Protocol(m) => CliError::new(
                             ExitCode::Unreachable,
                             format!(
@@ -512,6 +591,8 @@ impl Iterator for DbJobs {
 
 enum CopyError {
     Db(tokio_postgres::Error),
+    /// Nothing came for the connection's silence bound.
+    Silent,
     /// The stream is not PostgreSQL's binary COPY format as the statement asks for.
     Protocol(String),
 }
@@ -552,7 +633,12 @@ enum Parsed {
 
 impl CopyRows {
     /// Calls `take` with the next row (once); `false` at the end of the stream.
-    fn next_row(&mut self, rt: &tokio::runtime::Runtime, mut take: impl FnMut(&Row)) -> Result<bool, CopyError> {
+    fn next_row(
+        &mut self,
+        rt: &tokio::runtime::Runtime,
+        silence: Option<Duration>,
+        mut take: impl FnMut(&Row),
+    ) -> Result<bool, CopyError> {
         let mut fields = [None; FIELDS];
         loop {
             if self.done {
@@ -578,7 +664,7 @@ impl CopyRows {
                     n
                 }
                 Parsed::Incomplete => {
-                    let Some(next) = self.fetch(rt)? else {
+                    let Some(next) = self.fetch(rt, silence)? else {
                         return if available == 0 {
                             Err(CopyError::Protocol("it ended without its trailer".into()))
                         } else {
@@ -608,11 +694,17 @@ impl CopyRows {
         }
     }
 
-    fn fetch(&mut self, rt: &tokio::runtime::Runtime) -> Result<Option<Bytes>, CopyError> {
+    fn fetch(&mut self, rt: &tokio::runtime::Runtime, silence: Option<Duration>) -> Result<Option<Bytes>, CopyError> {
         let stream = &mut self.stream;
-        rt.block_on(std::future::poll_fn(|cx| stream.as_mut().poll_next(cx)))
-            .transpose()
-            .map_err(CopyError::Db)
+        let next = std::future::poll_fn(|cx| stream.as_mut().poll_next(cx));
+        match silence {
+            Some(d) => rt
+                .block_on(async { tokio::time::timeout(d, next).await })
+                .map_err(|_| CopyError::Silent)?,
+            None => rt.block_on(next),
+        }
+        .transpose()
+        .map_err(CopyError::Db)
     }
 }
 

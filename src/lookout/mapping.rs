@@ -107,6 +107,33 @@ pub mod state {
     }
 }
 
+/// Lookout's terminal `job.state`s (contract/lookout/README.md).
+pub mod job_state {
+    pub const SUCCEEDED: i16 = 4;
+    pub const FAILED: i16 = 5;
+    pub const CANCELLED: i16 = 6;
+    pub const PREEMPTED: i16 = 7;
+    pub const REJECTED: i16 = 9;
+}
+
+/// Whether a run's state is one Lookout's ingester writes last: the run runs no more.
+pub fn run_final(state: i16) -> bool {
+    !matches!(state, state::PENDING | state::RUNNING | state::LEASED)
+}
+
+/// Whether the record of a job Lookout holds terminal (`job_state`) is complete
+/// (docs/watch.md "A job is counted once its record is complete"): every run in a final state
+/// with its `finished` time, and at least one run unless the job ended before any lease
+/// (cancelled or rejected while queued). Upstream's ingester commits a job's terminal state
+/// before its runs' creations and their last updates, in separate transactions: a reader
+/// between them sees the job ended and its runs missing or still running.
+pub fn record_complete(job: &LookoutJob, job_state: i16) -> bool {
+    if job.runs.is_empty() {
+        return matches!(job_state, job_state::CANCELLED | job_state::REJECTED);
+    }
+    job.runs.iter().all(|r| run_final(r.state) && r.finished.is_some())
+}
+
 /// One `job` row, with what the mapping needs, decoded by its source.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct JobRow {

@@ -4,9 +4,9 @@
 //! of [`Item`]: one job with all the runs it could read at a time, so memory does not grow
 //! with the number of jobs), [`Export`] (a source mapped to FailureHistory values one job at
 //! a time, counted into [`ExportTotals`] as it goes: what `history` writes and a replay can
-//! consume directly; the type is `replay::source`'s, for a shard's partial holds it), and the
-//! masking of a DSN for messages. Must not: format output (the command and
-//! `output::history` do), or guess what Lookout does not say (`mapping` counts it instead).
+//! consume directly; the type is `replay::source`'s, for a shard's partial holds it). Must
+//! not: format output (the command and `output::history` do), guess what Lookout does not say
+//! (`mapping` counts it instead), or name a DSN but as `redact::redact_dsn` shows it.
 //!
 //! - [`db`]: Lookout's PostgreSQL, streamed in one binary `COPY` and decoded by hand.
 //! - [`cluster`]: the retry policies and queues upstream's server stores in the same database
@@ -141,50 +141,6 @@ impl Iterator for Export<'_> {
                     }
                 }
             }
-        }
-    }
-}
-
-/// `postgresql://user:secret@host/db` → `postgresql://user:***@host/db`; in key=value form,
-/// `password=secret` → `password=***`. Never prints a password, whatever the DSN's shape.
-pub fn mask_dsn(dsn: &str) -> String {
-    if dsn.contains("://") {
-        return crate::redact::redact_url(dsn);
-    }
-    crate::redact::redact_conninfo(dsn)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::mask_dsn;
-
-    #[test]
-    fn passwords_never_show() {
-        for (dsn, want) in [
-            (
-                "postgresql://user:s3cret@db:5432/lookout",
-                "postgresql://user:***@db:5432/lookout",
-            ),
-            ("postgres://user@db/lookout", "postgres://user@db/lookout"),
-            (
-                "postgresql://u:p@h/db?sslmode=disable&password=x",
-                "postgresql://u:***@h/db?sslmode=disable&password=***",
-            ),
-            ("postgresql://h/db?password=x", "postgresql://h/db?password=***"),
-            (
-                "host=db user=u password=s3cret dbname=l",
-                "host=db user=u password=*** dbname=l",
-            ),
-            ("postgresql://u:p@w@h/db", "postgresql://u:***@h/db"),
-            // The key=value forms libpq and tokio-postgres accept besides `password=x`.
-            ("host=db password = s3cret dbname=l", "host=db password = *** dbname=l"),
-            ("host=db password='s3 cret' dbname=l", "host=db password=*** dbname=l"),
-            ("host=db\tpassword=s3cret", "host=db\tpassword=***"),
-            ("password='it\\'s x' host=db", "password=*** host=db"),
-            ("host=db password='unterminated s3cret", "host=db password=***"),
-            ("host=db user=password", "host=db user=password"),
-        ] {
-            assert_eq!(mask_dsn(dsn), want, "{dsn}");
         }
     }
 }

@@ -1,64 +1,63 @@
 //! `retryctl watch`'s `GET /metrics`: the counters in Prometheus' text format 0.0.4
 //! (docs/watch.md "What each metric counts").
 //!
-//! Owns: each family's HELP words and TYPE, the order of the families and of their series,
-//! label values escaped as the format asks, and each integer as the number it stands for
+//! Owns: the text of each family (its HELP and TYPE lines from `watch::metrics::FAMILIES`)
+//! and of its series in order, label values escaped as the format asks, and each integer as the number it stands for
 //! (device time in seconds, timestamps in seconds). Every family's HELP and TYPE lines are
 //! written whether or not it has a series yet, so that the first scrape names them all. Must
 //! not: count (the numbers are `watch`'s) or hold a series whose labels `watch` did not bound.
 
 use std::fmt::Write as _;
 
-use crate::watch::metrics::{Counters, Family, Unit};
+use crate::output::html::esc;
+use crate::watch::metrics::{Counters, Family, Unit, FAMILIES, VERDICTS};
 
 /// The format's content type.
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
-/// What a family counts, for its HELP line.
-fn help(f: Family) -> &'static str {
-    match f {
-        Family::Jobs => {
-            "Jobs that reached a terminal state with a run to replay, by their outcome as Lookout recorded it."
-        }
-        Family::Retries => "Retries today's policy granted, by the rule that granted them.",
-        Family::FutileRetries => "Retries today's policy granted to jobs it failed in the end, by rule.",
-        Family::FutileRetryGpuSeconds => {
-            "GPU-seconds of the runs those futile retries started (run time times GPUs requested), by rule."
-        }
-        Family::FutileRetryCpuSeconds => {
-            "CPU-seconds of the runs those futile retries started (run time times CPUs requested), by rule."
-        }
-        Family::ShadowJobs => {
-            "Jobs by what a candidate policy would have done to them against today's (as simulate --baseline)."
-        }
-        Family::ShadowGpuSeconds => {
-            "GPU-seconds of the runs a candidate would have saved (today starts them, it does not) or added."
-        }
-        Family::Contradictions => "Jobs whose record contradicts today's policy (is it what the cluster runs?).",
-        Family::UnreadableRows => "Lookout rows left out because they could not be read (each said on stderr).",
-        Family::CursorTimestamp => "last_transition_time of the last job counted (seconds since the Unix epoch).",
-        Family::LastPollSuccessTimestamp => "When a poll of Lookout last succeeded (seconds since the Unix epoch).",
-        Family::PollErrors => "Polls that failed, and jobs a side could not replay, by reason.",
-    }
+/// What a scrape shows besides the counters: the gauges.
+#[derive(Debug, Clone, Default)]
+pub struct Gauges<'a> {
+    /// The cursor (microseconds since the Unix epoch).
+    pub cursor: Option<i64>,
+    /// The last successful poll (milliseconds since the Unix epoch).
+    pub last_success: Option<i64>,
+    /// Each candidate's verdict (one of `watch::metrics::VERDICTS`).
+    pub verdicts: &'a [(String, &'static str)],
+    /// Whether the last hour of failures counted is an incident window.
+    pub incident: bool,
 }
 
-/// `/metrics`' body: every family, its series, then the gauges of the cursor (`cursor`:
-/// microseconds since the Unix epoch) and of the last successful poll (milliseconds), each
-/// absent until there is one.
-pub fn metrics(counters: &Counters, cursor: Option<i64>, last_success: Option<i64>) -> String {
+/// `/metrics`' body: every family, its series and its gauges (the cursor's and the last
+/// successful poll's absent until there is one; each candidate's verdict as 1 for the one it
+/// has and 0 for the others).
+pub fn metrics(counters: &Counters, g: &Gauges<'_>) -> String {
     let mut out = String::with_capacity(8 * 1024);
-    for family in Family::ALL {
-        let name = family.name();
-        let kind = if family.is_counter() { "counter" } else { "gauge" };
-        let _ = writeln!(out, "# HELP {name} {}", help(family));
-        let _ = writeln!(out, "# TYPE {name} {kind}");
+    for spec in &FAMILIES {
+        let (family, name) = (spec.family, spec.name);
+        let _ = writeln!(out, "# HELP {name} {}", spec.help);
+        let _ = writeln!(out, "# TYPE {name} {}", spec.kind.as_str());
         let gauge = match family {
-            Family::CursorTimestamp => cursor.map(|c| c as i128),
-            Family::LastPollSuccessTimestamp => last_success.map(|t| t as i128),
+            Family::CursorTimestamp => g.cursor.map(|c| c as i128),
+            Family::LastPollSuccessTimestamp => g.last_success.map(|t| t as i128),
+            Family::IncidentsActive => Some(i128::from(g.incident)),
             _ => None,
         };
         if let Some(v) = gauge {
             let _ = writeln!(out, "{name} {}", number_of(family.unit(), v));
+            continue;
+        }
+        if family == Family::ShadowVerdict {
+            for (candidate, verdict) in g.verdicts {
+                for v in VERDICTS {
+                    let one = u8::from(v == *verdict);
+                    let _ = writeln!(
+                        out,
+                        "{name}{{candidate=\"{}\",verdict=\"{v}\"}} {one}",
+                        escaped(candidate)
+                    );
+                }
+            }
             continue;
         }
         for (_, labels, n) in counters.iter().filter(|(f, _, _)| *f == family) {
@@ -95,6 +94,18 @@ fn number_of(unit: Unit, n: i128) -> String {
     format!("{}", n as f64 / per_second)
 }
 
+/// `/report`'s page with the candidate's verdict over the last `window` (its words, as
+/// `/metrics` judges it) under its headline.
+pub fn headline(page: &mut Vec<u8>, window: &str, words: &str) {
+    let line = format!(
+        "<p class=\"sub\"><strong>Verdict over the last {}: {}</strong></p>",
+        esc(window),
+        esc(words)
+    );
+    let at = page.windows(5).position(|w| w == b"</h1>").map_or(0, |i| i + 5);
+    page.splice(at..at, line.into_bytes());
+}
+
 /// A label value as the format quotes it: `\`, `"` and line feeds escaped.
 fn escaped(v: &str) -> String {
     v.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
@@ -106,12 +117,17 @@ mod tests {
 
     #[test]
     fn every_family_is_named_before_any_series() {
-        let text = metrics(&Counters::default(), None, None);
-        for f in Family::ALL {
+        let text = metrics(&Counters::default(), &Gauges::default());
+        for f in Family::all() {
             assert!(text.contains(&format!("# HELP {} ", f.name())), "{}", f.name());
             assert!(text.contains(&format!("# TYPE {} ", f.name())), "{}", f.name());
         }
-        assert!(text.lines().all(|l| l.starts_with('#')), "{text}");
+        // Only the incident gauge has a sample before anything is counted.
+        assert!(
+            text.lines()
+                .all(|l| l.starts_with('#') || l == "retryctl_watch_incidents_active 0"),
+            "{text}"
+        );
     }
 
     #[test]
@@ -123,7 +139,18 @@ mod tests {
             1_500_000_000_000,
         );
         c.add(Family::Jobs, &["ml", "failed"], 3);
-        let text = metrics(&c, Some(1_700_000_000_500_000), Some(1_700_000_001_250));
+        let verdicts = [("c.yaml".to_string(), "reject")];
+        let g = Gauges {
+            cursor: Some(1_700_000_000_500_000),
+            last_success: Some(1_700_000_001_250),
+            verdicts: &verdicts,
+            incident: false,
+        };
+        let text = metrics(&c, &g);
+        for (v, one) in [("adopt", 0), ("keep", 0), ("reject", 1), ("inconclusive", 0)] {
+            let line = format!("retryctl_watch_shadow_verdict{{candidate=\"c.yaml\",verdict=\"{v}\"}} {one}\n");
+            assert!(text.contains(&line), "{text}");
+        }
         assert!(
             text.contains("retryctl_watch_jobs_total{queue=\"ml\",outcome=\"failed\"} 3\n"),
             "{text}"

@@ -7,9 +7,11 @@
 //! pattern as `pattern` builds it) and the categories' names. Pure: text in, text out;
 //! whether the documents validate is checked by the command, through `validate`'s own reader.
 
+use crate::model::categorizer::Shape;
 use crate::model::encode;
 use crate::model::policy::{Action, AntiAffinityMode, Backoff, Condition, Mutation};
 
+use super::exits::Unsplit;
 use super::pattern::{pattern, pod_error_pattern};
 use super::propose::Proposed;
 use super::signature::Signature;
@@ -65,6 +67,9 @@ pub struct Documented<'a> {
     pub mutate: Option<Mutation>,
     /// Upstream: where its rule matches (`today::places`); `None`: a new category.
     pub place: Option<Place>,
+    /// Upstream: why no `onExitCodes` rule splits it from the other signatures of its
+    /// message (`exits::unsplit`), said when a category merges them; `None`: one does.
+    pub unsplit: Option<Unsplit>,
 }
 
 impl Documented<'_> {
@@ -230,7 +235,17 @@ fn fnv1a64(s: &str) -> u64 {
 /// lowercased with every run of other characters than `[a-z0-9]` made `-`, at most 40
 /// characters, then `-` and the low 32 bits of FNV-1a 64 of the signature in hex.
 pub fn short_category_name(rule: &Proposed) -> String {
+    category_name(rule, false)
+}
+
+/// [`short_category_name`], or with `exit`, the name of the category of the signature's
+/// exit code (`Place::Exit`): named by its matcher, `s-exit-4-main-…`, the hash its
+/// signature's.
+fn category_name(rule: &Proposed, exit: bool) -> String {
     let words = match &rule.signature {
+        Signature::Container {
+            exit: Some(code), name, ..
+        } if exit => format!("exit {code} {name}"),
         Signature::Container { template, .. } | Signature::PodError { template, .. } if !template.is_empty() => {
             template.clone()
         }
@@ -329,6 +344,8 @@ pub struct NewCategory {
     pub hint: Option<String>,
     /// The signatures it stands for (several share a message matcher).
     pub signatures: Vec<String>,
+    /// A category of one signature's exit code (`Place::Exit`), written before the others.
+    pub exit_split: bool,
 }
 
 /// A category's rule, as YAML lines under `rules:` (indent `pad`).
@@ -399,6 +416,7 @@ mod tests {
             evidence: String::new(),
             mutate: None,
             place: None,
+            unsplit: None,
         }];
         let settings = Settings {
             name: "suggested".into(),
@@ -469,6 +487,9 @@ pub struct Upstream {
     pub head: String,
     /// The rest of it: the bare `errorCategories:` document (under the deployed file's shape).
     pub config: String,
+    /// Where `config` holds the `errorCategories` mapping: under `application:` (the
+    /// executor's file), or at its top (a bare document, or no deployed file).
+    pub shape: Shape,
     /// The v1beta1 RetryPolicy.
     pub policy: String,
     /// The largest limit among the Retry rules (`None`: no Retry rule).
@@ -517,6 +538,8 @@ impl Upstream {
 pub struct Merged {
     pub category: String,
     pub signatures: Vec<String>,
+    /// Why no `onExitCodes` rule splits them: each of its signatures that has a reason.
+    pub unsplit: Vec<(String, Unsplit)>,
 }
 
 /// A category whose pods the executor treats otherwise under the proposal: cluster-wide.
@@ -629,15 +652,20 @@ pub struct Deployed<'a> {
 }
 
 /// The `errorCategories` mapping `block` (written from the first column) in the deployed
-/// file's shape (docs/reference/suggest.md "The categorizer document"): under
-/// `application:` when the deployed config was, every other key of the document kept, in its
-/// order, with its value (not its comments); without a deployed file, or one whose shape
-/// cannot be followed, the mapping alone.
-pub fn shaped(block: &str, deployed: Option<&Deployed<'_>>) -> String {
+/// file's shape (docs/reference/suggest.md "The categorizer document"), and that shape: under
+/// `application:` when the deployed config's categories were (the executor's file: its
+/// `errorCategories` at the top, if it has one too, is not the executor's and is kept as
+/// it is), at the top when they were (a bare document), every other key of the document
+/// kept, in its order, with its value (not its comments); without a deployed file, or one
+/// whose shape cannot be followed, the mapping alone (bare).
+pub fn shaped(block: &str, deployed: Option<&Deployed<'_>>) -> (String, Shape) {
     use crate::yaml::{write_entry, Value};
-    let Some(Value::Map(top)) = deployed.map(|d| &d.document.value) else {
-        return block.to_string();
+    let alone = || (block.to_string(), Shape::Bare);
+    let Some(deployed) = deployed else { return alone() };
+    let Value::Map(top) = &deployed.document.value else {
+        return alone();
     };
+    let shape = deployed.config.shape;
     let is = |k: &crate::yaml::Node, name: &str| k.as_scalar().is_some_and(|t| t.eq_ignore_ascii_case(name));
     let indented = |indent: usize| -> String {
         let pad = " ".repeat(indent);
@@ -647,7 +675,7 @@ pub fn shaped(block: &str, deployed: Option<&Deployed<'_>>) -> String {
     let mut placed = false;
     for (key, value) in top {
         match &value.value {
-            Value::Map(app) if is(key, "application") && !placed => {
+            Value::Map(app) if shape == Shape::Executor && is(key, "application") && !placed => {
                 out.push_str("application:\n");
                 for (k, v) in app {
                     if is(k, "errorCategories") && !placed {
@@ -662,7 +690,7 @@ pub fn shaped(block: &str, deployed: Option<&Deployed<'_>>) -> String {
                     placed = true;
                 }
             }
-            _ if is(key, "errorCategories") && !placed => {
+            _ if shape == Shape::Bare && is(key, "errorCategories") && !placed => {
                 out.push_str(block);
                 placed = true;
             }
@@ -670,9 +698,9 @@ pub fn shaped(block: &str, deployed: Option<&Deployed<'_>>) -> String {
         }
     }
     if !placed {
-        return block.to_string();
+        return alone();
     }
-    out
+    (out, shape)
 }
 
 /// The upstream dialect: the executor's categorizer (`deployed` with the new categories
@@ -706,7 +734,15 @@ pub fn upstream_documents(
             (_, Some(Place::Reuse { category, subcategory })) => Some((category.clone(), subcategory.clone())),
             _ => None,
         };
-        let (category, sub) = match (reuse, matcher(r)) {
+        // A signature whose exit code is its alone: a category of that code in its container.
+        let exit = match &d.place {
+            Some(Place::Exit { container, code, .. }) => Some(Matcher::ExitCode {
+                container: container.clone(),
+                code: *code,
+            }),
+            _ => None,
+        };
+        let (category, sub) = match (reuse, exit.clone().or_else(|| matcher(r))) {
             (Some((category, subcategory)), _) => {
                 if retry && !delete_existing.contains(&category) {
                     delete_existing.push(category.clone());
@@ -745,6 +781,7 @@ pub fn upstream_documents(
                             None => merged.push(Merged {
                                 category: c.name.clone(),
                                 signatures: c.signatures.clone(),
+                                unsplit: Vec::new(),
                             }),
                         }
                     } else if let Some(g) = merged.iter_mut().find(|g| g.category == c.name) {
@@ -754,9 +791,9 @@ pub fn upstream_documents(
                     continue;
                 }
                 None => {
-                    let name = short_category_name(r);
+                    let name = category_name(r, exit.is_some());
                     let of = match &d.place {
-                        Some(Place::Split { of }) => of.clone(),
+                        Some(Place::Split { of } | Place::Exit { of, .. }) => of.clone(),
                         _ => None,
                     };
                     let (subcategory, hint) = of
@@ -768,18 +805,27 @@ pub fn upstream_documents(
                                 (!r.hint.is_empty()).then(|| r.hint.clone()),
                             )
                         });
-                    categories.push(NewCategory {
-                        name: name.clone(),
-                        delete: retry,
-                        matcher: m,
-                        splits: of.map(|(c, s)| match s {
-                            Some(s) => format!("{c}/{s}"),
-                            None => c,
-                        }),
-                        subcategory,
-                        hint,
-                        signatures: vec![r.text.clone()],
-                    });
+                    // Before the message's category, which would take its runs first.
+                    let at = match exit {
+                        Some(_) => categories.iter().take_while(|c| c.exit_split).count(),
+                        None => categories.len(),
+                    };
+                    categories.insert(
+                        at,
+                        NewCategory {
+                            exit_split: exit.is_some(),
+                            name: name.clone(),
+                            delete: retry,
+                            matcher: m,
+                            splits: of.map(|(c, s)| match s {
+                                Some(s) => format!("{c}/{s}"),
+                                None => c,
+                            }),
+                            subcategory,
+                            hint,
+                            signatures: vec![r.text.clone()],
+                        },
+                    );
                     (name, None)
                 }
             },
@@ -794,6 +840,16 @@ pub fn upstream_documents(
             sub,
             d.mutate(),
         ));
+    }
+    for g in &mut merged {
+        g.unsplit = g
+            .signatures
+            .iter()
+            .filter_map(|s| {
+                let d = rules.iter().find(|d| d.rule.text == *s)?;
+                Some((s.clone(), d.unsplit.clone()?))
+            })
+            .collect();
     }
     let policy_retry_limit = rules
         .iter()
@@ -925,9 +981,11 @@ pub fn upstream_documents(
     }
     let action_changes = action_changes(&categories, existing, &delete_existing);
     let rule_actions = policy_rules.iter().map(|r| r.1).collect();
+    let (shaped, shape) = shaped(&c, deployed_file.as_ref());
     Upstream {
         head,
-        config: tail + &shaped(&c, deployed_file.as_ref()),
+        config: tail + &shaped,
+        shape,
         policy: p,
         policy_retry_limit,
         written_retry_limit,

@@ -27,6 +27,7 @@ use crate::replay::incidents::{self, Detector, Look};
 use crate::replay::run::{as_side, Options, TrialCount};
 use crate::replay::source::Origin;
 
+use super::exits::ExitCodes;
 use super::stats::{Learned, PastSignature, ShardLearned, UnitLearned};
 
 /// A worker's unit of pass 1: what its jobs added, the trials it counted, its scratch.
@@ -34,6 +35,8 @@ use super::stats::{Learned, PastSignature, ShardLearned, UnitLearned};
 pub struct Unit {
     learned: UnitLearned,
     trials: TrialCount,
+    /// Every queue's failed runs' exit codes, by container.
+    exits: ExitCodes,
     reclassify: Reclassify,
     /// The job's runs as the baseline decided them: the action and, in `labels`, the rule
     /// (`policy/index`, `policy/default`, or the decision's kind); `None`: not reached.
@@ -103,6 +106,12 @@ pub struct Placed {
     pub test: bool,
     /// It has no `submittedAt` (with `--backtest-at`): its id.
     pub not_submitted: Option<String>,
+}
+
+/// What a job of any queue adds to `unit` whatever `--queue` learns from: its failed runs'
+/// exit codes by container (a category the proposal splits by one is every queue's).
+pub fn note_exits(unit: &mut Unit, history: &FailureHistory) {
+    unit.exits.add_job(history);
 }
 
 /// What `history` adds to `unit` (after [`see_job`]): with `at`, its trials for the
@@ -212,6 +221,8 @@ pub struct Learning {
     pub trials: TrialCount,
     /// Every job's failed runs' times, every queue's (the incident windows).
     pub detector: Detector,
+    /// Every queue's failed runs' exit codes, by container (`suggest::exits`).
+    pub exits: ExitCodes,
 }
 
 impl Default for Learning {
@@ -238,6 +249,7 @@ impl Learning {
             not_submitted: None,
             trials: TrialCount::default(),
             detector: Detector::default(),
+            exits: ExitCodes::default(),
         }
     }
 
@@ -246,6 +258,7 @@ impl Learning {
         self.trials.merge(&unit.trials);
         self.detector.merge(&unit.detector);
         self.learned.merge_unit(unit.learned);
+        self.exits.merge(unit.exits);
     }
 
     /// One job replayed, in the source's order.
@@ -282,6 +295,7 @@ impl Learning {
             not_submitted: self.not_submitted,
             trials: self.trials,
             detector: self.detector,
+            exits: self.exits,
         }
     }
 
@@ -298,6 +312,7 @@ impl Learning {
         }
         self.trials.merge(&t.trials);
         self.detector.merge(&t.detector);
+        self.exits.merge(t.exits);
         Ok(())
     }
 
@@ -320,6 +335,8 @@ pub struct ShardLearning {
     trials: TrialCount,
     #[serde(default)]
     detector: Detector,
+    #[serde(default)]
+    exits: ExitCodes,
 }
 
 #[cfg(test)]

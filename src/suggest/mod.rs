@@ -10,6 +10,7 @@
 
 pub mod check;
 pub mod documents;
+pub mod exits;
 pub mod incidents;
 pub mod learn;
 pub mod nodes;

@@ -13,7 +13,10 @@ use crate::engine::EngineKind;
 use crate::model::policy::{Action, Backoff, Mutation, RetryPolicy, Rule};
 use crate::model::validate::category_problem;
 
+use super::exits::{unsplit, ExitCodes};
+use super::pattern::pattern;
 use super::propose::Proposed;
+use super::signature::Signature;
 use super::stats::{Current, SignatureStats};
 
 /// A rule of today's policy, kept in the proposal.
@@ -144,6 +147,74 @@ pub enum Place {
     /// A new category; `of`: the deployed category (and subcategory) most of its runs had,
     /// which it splits (its subcategory and hint are copied).
     Split { of: Option<(String, Option<String>)> },
+    /// A new category of its own exit code: an `onExitCodes` rule with `containerName`,
+    /// before the other new categories, which takes its runs from the other signatures of
+    /// its message (the code is its alone in the container, every queue's failed runs).
+    Exit {
+        container: String,
+        code: i64,
+        of: Option<(String, Option<String>)>,
+    },
+}
+
+/// What today's policy does with a signature: the action of the rule (or default) that
+/// decided most of its failed runs, Retry when it retried any of them (a Retry rule's last
+/// run fails at its limit); `None` when nothing decided any.
+fn today_action(s: &SignatureStats) -> Option<Action> {
+    let mut by_rule: HashMap<&str, (u64, bool)> = HashMap::new();
+    for (c, n) in &s.current {
+        if let Current::Decided { rule, action } = c {
+            let e = by_rule.entry(rule.as_str()).or_default();
+            e.0 += n;
+            e.1 |= *action == Action::Retry;
+        }
+    }
+    by_rule
+        .into_iter()
+        .max_by(|a, b| a.1 .0.cmp(&b.1 .0).then(b.0.cmp(a.0)))
+        .map(|(_, (_, retried))| if retried { Action::Retry } else { Action::Fail })
+}
+
+/// The signatures that move to a category of their own exit code (docs/suggest.md
+/// "Categories"): among the signatures of one message (one `onTerminationMessage` matcher)
+/// whose proposals differ, each whose exit code is its alone in its container
+/// ([`unsplit`]) and whose proposal differs from what today's policy does with it; the
+/// others keep the message's category. Keyed by the signature, with its container and code.
+fn exit_splits<'a>(
+    rules: &'a [Proposed],
+    by_text: &HashMap<&str, &SignatureStats>,
+    exits: &ExitCodes,
+) -> HashMap<&'a str, (String, i64)> {
+    let mut groups: HashMap<(&str, String), Vec<&Proposed>> = HashMap::new();
+    for r in rules {
+        if let Signature::Container { name, template, .. } = &r.signature {
+            if !template.is_empty() {
+                groups
+                    .entry((name.as_str(), pattern(template, r.cut)))
+                    .or_default()
+                    .push(r);
+            }
+        }
+    }
+    let mut out = HashMap::new();
+    for group in groups.values() {
+        if group.iter().all(|r| r.action == group[0].action) {
+            continue;
+        }
+        for r in group {
+            let Signature::Container {
+                exit: Some(code), name, ..
+            } = &r.signature
+            else {
+                continue;
+            };
+            let today = by_text.get(r.text.as_str()).and_then(|s| today_action(s));
+            if today != Some(r.action) && unsplit(&r.signature, &r.text, exits).is_none() {
+                out.insert(r.text.as_str(), (name.clone(), *code));
+            }
+        }
+    }
+    out
 }
 
 /// A `seen` key (`C` or `C/S`) as its category and subcategory; `None` for `none`.
@@ -161,8 +232,9 @@ fn label(key: &str) -> Option<(&str, Option<&str>)> {
 /// (`SignatureStats::seen`) of `signatures`, every signature learned. Signatures proposing
 /// alike (action and limit) may share a category; a signature without a rule of its own
 /// (decided as today) proposes something else than any rule.
-pub fn places(rules: &[Proposed], signatures: &[SignatureStats]) -> Vec<Place> {
+pub fn places(rules: &[Proposed], signatures: &[SignatureStats], exits: &ExitCodes) -> Vec<Place> {
     let by_text: HashMap<&str, &SignatureStats> = signatures.iter().map(|s| (s.text.as_str(), s)).collect();
+    let moved = exit_splits(rules, &by_text, exits);
     let proposal: HashMap<&str, (Action, Option<u32>)> =
         rules.iter().map(|r| (r.text.as_str(), (r.action, r.limit))).collect();
     rules
@@ -177,6 +249,13 @@ pub fn places(rules: &[Proposed], signatures: &[SignatureStats]) -> Vec<Place> {
                 .max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0)))
                 .and_then(|(k, _)| label(k))
                 .map(|(c, sub)| (c.to_string(), sub.map(str::to_string)));
+            if let Some((container, code)) = moved.get(r.text.as_str()) {
+                return Place::Exit {
+                    container: container.clone(),
+                    code: *code,
+                    of: top,
+                };
+            }
             let (Some((c, sub)), 1) = (&top, s.seen.len()) else {
                 return Place::Split { of: top };
             };
@@ -187,12 +266,14 @@ pub fn places(rules: &[Proposed], signatures: &[SignatureStats]) -> Vec<Place> {
                 return Place::Split { of: top };
             }
             // Runs a rule on `c` (and `sub`) would match: those in `c/sub`, or, without a
-            // subcategory, every run of `c`.
+            // subcategory, every run of `c`; a signature moved to its exit code's category
+            // has none there.
             let shares = |t: &SignatureStats| {
-                t.seen
-                    .keys()
-                    .filter_map(|k| label(k))
-                    .any(|(tc, ts)| tc == c && (sub.is_none() || ts == sub.as_deref()))
+                !moved.contains_key(t.text.as_str())
+                    && t.seen
+                        .keys()
+                        .filter_map(|k| label(k))
+                        .any(|(tc, ts)| tc == c && (sub.is_none() || ts == sub.as_deref()))
             };
             let mine = (r.action, r.limit);
             let conflict = signatures
@@ -340,8 +421,9 @@ mod tests {
             rule("exit:5@main", Action::Retry, Some(2)),
         ];
         let kernel = Some(("oom".to_string(), Some("kernel".to_string())));
+        let none = ExitCodes::default();
         assert_eq!(
-            places(&rules, &signatures),
+            places(&rules, &signatures, &none),
             vec![
                 // Proposed apart on one category: each splits it.
                 Place::Split { of: kernel.clone() },
@@ -360,14 +442,14 @@ mod tests {
         // A deployed category no rule can name (`onCategory` takes no blank) is split.
         let blank = [stats("exit:3@main", &[("gpu error/xid", 30)])];
         assert_eq!(
-            places(&rules[2..3], &blank),
+            places(&rules[2..3], &blank, &none),
             vec![Place::Split {
                 of: Some(("gpu error".to_string(), Some("xid".to_string())))
             }]
         );
         // Alone on its category, the rule matches it.
         assert_eq!(
-            places(&rules[..1], &signatures[..1]),
+            places(&rules[..1], &signatures[..1], &none),
             vec![Place::Reuse {
                 category: "oom".into(),
                 subcategory: Some("kernel".into())
@@ -378,7 +460,7 @@ mod tests {
             rule("oom@main", Action::Retry, Some(1)),
             rule("oom@loader", Action::Retry, Some(1)),
         ];
-        assert!(places(&alike, &signatures[..2])
+        assert!(places(&alike, &signatures[..2], &none)
             .iter()
             .all(|p| matches!(p, Place::Reuse { category, .. } if category == "oom")));
     }

@@ -11,6 +11,10 @@ use crate::replay::compare::{hours, Comparison};
 use crate::replay::explained::{Explained, MaxContradictions};
 use crate::suggest::queues::QueueCounts;
 
+/// The next step a reject for a changed categorizer's lost jobs names.
+pub const KEEP_CATEGORIZER: &str =
+    "hint: propose with --keep-categorizer to leave the executor config as it is (rules on today's categories only)";
+
 /// At most this many job ids are named in a reason.
 pub const NAMED: usize = 5;
 
@@ -60,9 +64,6 @@ pub struct Judged<'a> {
     pub explained: Option<(&'a Explained, MaxContradictions)>,
     /// When the proposal changes the cluster's categorizer: every queue compared.
     pub queues: Option<Queues<'a>>,
-    /// Retries the record shows collided with the pods the executor kept, which the proposal's
-    /// categorizer lets run (their pods deleted): a change the record cannot show as an outcome.
-    pub unblocked: u64,
 }
 
 /// Every queue a changed categorizer reaches (docs/suggest.md "Every queue the change
@@ -128,6 +129,13 @@ fn changed_outcomes(c: &Comparison) -> u64 {
 /// - `keep` when no job changes outcome and no retry is added or removed;
 /// - `adopt` otherwise, saying when its gain is Pending jobs alone (an estimate).
 pub fn judge(learned: Judged<'_>, later: Option<Later<'_>>) -> Judgement {
+    judge_letting_run(learned, later, 0)
+}
+
+/// [`judge`], where `unblocked` retries the record shows collided with the pods the executor
+/// kept are ones the proposal's categorizer lets run (their pods deleted): a change worth
+/// making that the record cannot show as an outcome.
+pub fn judge_letting_run(learned: Judged<'_>, later: Option<Later<'_>>, unblocked: u64) -> Judgement {
     let c = learned.comparison;
     let mut reject = Vec::new();
     if let Some((e, _)) = learned.explained.filter(|(e, max)| max.exceeded(e)) {
@@ -152,6 +160,10 @@ pub fn judge(learned: Judged<'_>, later: Option<Later<'_>>) -> Judgement {
                     lost.queue,
                     named(&lost.lost_jobs, lost.lost, NAMED)
                 ));
+            }
+            // The way past a split the cluster's categorizer cannot take: the policy alone.
+            if q.counts.iter().any(|q| q.lost > 0) {
+                reject.push(KEEP_CATEGORIZER.to_string());
             }
         }
         None if c.lost > 0 => reject.push(format!(
@@ -183,7 +195,6 @@ pub fn judge(learned: Judged<'_>, later: Option<Later<'_>>) -> Judgement {
             reasons: reject,
         };
     }
-    let unblocked = learned.unblocked;
     if changed_outcomes(c) == 0 && c.retries_added == 0 && c.retries_removed == 0 && unblocked == 0 {
         return Judgement {
             decision: Decision::Keep,
@@ -231,7 +242,6 @@ mod tests {
             lost_jobs: &[],
             explained: None,
             queues: None,
-            unblocked: 0,
         }
     }
 
@@ -240,13 +250,7 @@ mod tests {
     #[test]
     fn retries_let_run_are_a_change() {
         let c = Comparison::default();
-        let j = judge(
-            Judged {
-                unblocked: 100,
-                ..judged(&c)
-            },
-            None,
-        );
+        let j = judge_letting_run(judged(&c), None, 100);
         assert_eq!(j.decision, Decision::Adopt);
         assert_eq!(
             j.reasons[1],
@@ -293,7 +297,6 @@ mod tests {
                 lost_jobs: &lost,
                 explained: None,
                 queues: None,
-                unblocked: 0,
             },
             None,
         );
@@ -323,7 +326,6 @@ mod tests {
             lost_jobs: &[],
             explained: Some((&e, max)),
             queues: None,
-            unblocked: 0,
         };
         assert_eq!(
             judge(judged(MaxContradictions::Percent(1.0)), None).line(),
@@ -374,13 +376,12 @@ mod tests {
                     unseen: &unseen,
                     cluster_wide: &[],
                 }),
-                unblocked: 0,
             },
             None,
         );
         assert_eq!(
             v.line(),
-            "reject (do not adopt): the categorizer is the cluster's: queue eval uses categories it changes and the history holds none of their jobs (export the week without --queue: `retryctl history --lookout-db … --from … --to …`); loses 2 jobs of queue batch today's policy saves (`b-1`, `b-2`)"
+            "reject (do not adopt): the categorizer is the cluster's: queue eval uses categories it changes and the history holds none of their jobs (export the week without --queue: `retryctl history --lookout-db … --from … --to …`); loses 2 jobs of queue batch today's policy saves (`b-1`, `b-2`); hint: propose with --keep-categorizer to leave the executor config as it is (rules on today's categories only)"
         );
         let fine = Comparison {
             rescued: 4,
@@ -398,7 +399,6 @@ mod tests {
                     unseen: &[],
                     cluster_wide: &wide,
                 }),
-                unblocked: 0,
             },
             None,
         );

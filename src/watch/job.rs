@@ -13,19 +13,23 @@
 use crate::engine::job_report::RuleLabel;
 use crate::engine::{DecisionKind, Detail, JobReport, Settings};
 use crate::model::duration::GoDuration;
-use crate::model::failure_history::{FailureHistory, Final};
+use crate::model::failure_history::{FailureHistory, Final, Outcome as RunOutcome};
 use crate::replay::categorize::Reclassify;
 use crate::replay::compare::{request_time, JobDiff, Transition};
-use crate::replay::run::compare_job;
+use crate::replay::recorded::Recorded;
+use crate::replay::run::{compare_job, Asks};
 use crate::replay::sides::PolicySets;
 
-use super::metrics::{Change, Counters, Family, Outcome, ADDED, SAVED};
+use super::metrics::{Change, Counters, Family, Outcome, ADDED, LOST, NO_CATEGORY, SAVED};
 
 /// A retry today's policy granted.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Retry {
     /// `POLICY/INDEX` or `POLICY/default`; `(none)` for a retry no rule decided.
     pub rule: String,
+    /// The failure category of the run it retried, as today's categorizer gave it (the
+    /// recorded one without a categorizer); [`NO_CATEGORY`] when it has none.
+    pub category: String,
     /// The run it started: its run time × the job's GPU request, and × its CPU request
     /// (nanoseconds × thousandths of a device).
     pub gpu: u128,
@@ -33,17 +37,21 @@ pub struct Retry {
 }
 
 /// What one candidate does to the job.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Shadow {
     pub change: Change,
-    /// GPU time of the runs today's policy starts and the candidate does not, and the other
-    /// way round (nanoseconds × thousandths of a GPU).
+    /// GPU time of the runs today's policy starts and the candidate does not, on a job the
+    /// candidate does not lose; of the runs it starts and today's does not; and of the runs it
+    /// leaves out of a job it loses (nanoseconds × thousandths of a GPU).
     pub gpu_saved: u128,
     pub gpu_added: u128,
+    pub gpu_lost: u128,
+    /// The job's diff, as `simulate --baseline` counts it (the window's verdict adds it up).
+    pub diff: JobDiff,
 }
 
 /// One job, seen.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Seen {
     pub job: String,
     pub queue: String,
@@ -54,6 +62,12 @@ pub struct Seen {
     /// The record contradicts today's decisions (a run after the job's end, a run it would
     /// not have started, …: `simulate`'s contradictions).
     pub contradicted: bool,
+    /// Today's retries that collide with a failed pod the executor keeps.
+    pub collisions: u64,
+    /// The record holds a failed run (the verdict's sample counts such jobs).
+    pub has_failed_run: bool,
+    /// The record's own totals (the verdict's hours name what the jobs ask for).
+    pub recorded: Recorded,
     /// Per candidate, in [`PolicySets::candidates`]' order; `None` when the candidate could not
     /// replay the job (`errors` says why).
     pub shadows: Vec<Option<Shadow>>,
@@ -72,21 +86,31 @@ pub fn see(
     reclassify: &mut Reclassify,
 ) -> Result<Seen, String> {
     // The contradiction checks need the summary's detail; the decisions are the outcome's.
-    let compared = compare_job(sets, settings, history, Detail::Summary, reclassify, None)
+    let asks = Asks {
+        baseline_detail: Detail::Summary,
+        baseline_categories: true,
+    };
+    let compared = compare_job(sets, settings, history, asks, reclassify, None)
         .map_err(|e| format!("job `{}`: today's policy: {e}", history.job.id))?;
-    let baseline = compared.baseline.report;
+    let today = compared.baseline;
+    let baseline = &today.report;
+    let mut recorded = Recorded::default();
+    recorded.add(history);
     let mut seen = Seen {
         job: history.job.id.clone(),
         queue: history.job.queue.clone().unwrap_or_default(),
-        retries: retries(&baseline),
+        retries: retries(baseline, &today.categories),
         failed: baseline.status.final_state() == Final::Failed,
         contradicted: !baseline.contradictions.is_empty(),
+        collisions: today.collisions,
+        has_failed_run: history.runs.iter().any(|r| r.outcome == RunOutcome::Failed),
+        recorded,
         shadows: Vec::with_capacity(sets.candidates.len()),
         errors: Vec::new(),
     };
     for (c, replayed) in sets.candidates.iter().zip(compared.candidates) {
         match replayed {
-            Ok(r) => seen.shadows.push(Some(shadow(&JobDiff::new(&baseline, r.report)))),
+            Ok(r) => seen.shadows.push(Some(shadow(JobDiff::new(baseline, r.report)))),
             Err(e) => {
                 seen.errors.push(format!("job `{}`: {}: {e}", history.job.id, c.name));
                 seen.shadows.push(None);
@@ -96,9 +120,10 @@ pub fn see(
     Ok(seen)
 }
 
-/// The retries of a report, each with the rule that granted it and the cost of the run it
-/// started (the next run of the report: a retry at its last run leaves the job Pending).
-fn retries(report: &JobReport) -> Vec<Retry> {
+/// The retries of a report, each with the rule that granted it, the category of the run it
+/// retried (`categories`, by run index) and the cost of the run it started (the next run of
+/// the report: a retry at its last run leaves the job Pending).
+fn retries(report: &JobReport, categories: &[Option<String>]) -> Vec<Retry> {
     let r = report.resources.as_ref();
     let (gpu, cpu) = (r.and_then(|r| r.gpu_milli), r.and_then(|r| r.cpu_milli));
     let mut out = Vec::new();
@@ -107,11 +132,18 @@ fn retries(report: &JobReport) -> Vec<Retry> {
             continue;
         };
         let rule = RuleLabel::of(&report.policies, d).map_or_else(|| "(none)".to_string(), |l| l.to_string());
+        let category = categories
+            .get(run.index)
+            .and_then(|c| c.as_deref())
+            .filter(|c| !c.is_empty())
+            .unwrap_or(NO_CATEGORY)
+            .to_string();
         let ran = report.runs.get(k + 1).map_or(GoDuration::ZERO, |next| {
             GoDuration(next.ended_at.saturating_sub(next.started_at))
         });
         out.push(Retry {
             rule,
+            category,
             gpu: request_time(ran, gpu),
             cpu: request_time(ran, cpu),
         });
@@ -119,38 +151,50 @@ fn retries(report: &JobReport) -> Vec<Retry> {
     out
 }
 
-/// A candidate's change, as the plan names it, and the GPU time of the runs it adds or drops.
-fn shadow(d: &JobDiff) -> Shadow {
-    let change = match d.transition() {
+/// A candidate's change, as the plan names it, and the GPU time of the runs it adds or drops:
+/// dropped from a job it loses is no saving.
+fn shadow(diff: JobDiff) -> Shadow {
+    let change = match diff.transition() {
         Some(Transition::Rescued) => Change::Rescued,
         Some(Transition::Lost) => Change::Lost,
         Some(Transition::ToPending) => Change::Pending,
         Some(Transition::Other) => Change::RetriedDifferently,
-        None if d.changed() => Change::RetriedDifferently,
+        None if diff.changed() => Change::RetriedDifferently,
         None => Change::Same,
     };
-    let gpu = d.resources.as_ref().and_then(|r| r.gpu_milli);
+    let gpu = diff.resources.as_ref().and_then(|r| r.gpu_milli);
+    let removed = request_time(diff.compute_removed, gpu);
+    let (gpu_saved, gpu_lost) = match change {
+        Change::Lost => (0, removed),
+        _ => (removed, 0),
+    };
     Shadow {
         change,
-        gpu_saved: request_time(d.compute_removed, gpu),
-        gpu_added: request_time(d.compute_added, gpu),
+        gpu_saved,
+        gpu_added: request_time(diff.compute_added, gpu),
+        gpu_lost,
+        diff,
     }
 }
 
 /// Adds `seen` to `counters`: the job under its recorded `outcome`, its retries by rule (and,
-/// when today's policy failed it anyway, as futile, with their runs' GPU and CPU time), its
-/// contradiction, and each candidate's change and GPU time under the candidate's name.
+/// when today's policy failed it anyway, as futile, by rule and category, with their runs' GPU
+/// and CPU time), its collisions and contradiction, and each candidate's change and GPU time
+/// under the candidate's name.
 pub fn count(counters: &mut Counters, seen: &Seen, outcome: Outcome, names: &[String]) {
     let q = seen.queue.as_str();
     counters.add(Family::Jobs, &[q, outcome.as_str()], 1);
     for r in &seen.retries {
-        let labels = [q, r.rule.as_str()];
-        counters.add(Family::Retries, &labels, 1);
+        counters.add(Family::Retries, &[q, r.rule.as_str()], 1);
         if seen.failed {
+            let labels = [q, r.rule.as_str(), r.category.as_str()];
             counters.add(Family::FutileRetries, &labels, 1);
             counters.add(Family::FutileRetryGpuSeconds, &labels, r.gpu);
             counters.add(Family::FutileRetryCpuSeconds, &labels, r.cpu);
         }
+    }
+    if seen.collisions > 0 {
+        counters.add(Family::Collisions, &[q], u128::from(seen.collisions));
     }
     if seen.contradicted {
         counters.add(Family::Contradictions, &[q], 1);
@@ -160,6 +204,7 @@ pub fn count(counters: &mut Counters, seen: &Seen, outcome: Outcome, names: &[St
         counters.add(Family::ShadowJobs, &[q, name, s.change.as_str()], 1);
         counters.add(Family::ShadowGpuSeconds, &[q, name, SAVED], s.gpu_saved);
         counters.add(Family::ShadowGpuSeconds, &[q, name, ADDED], s.gpu_added);
+        counters.add(Family::ShadowGpuSeconds, &[q, name, LOST], s.gpu_lost);
     }
 }
 
@@ -187,6 +232,7 @@ mod tests {
                     exit_code: 1,
                     ..Container::default()
                 }],
+                category: Some("oom".into()),
                 run_for: hour,
                 ..Run::default()
             })
@@ -227,6 +273,14 @@ mod tests {
 
     const HOUR_OF_2_GPUS: u128 = 3600 * 1_000_000_000 * 2000;
 
+    /// Each candidate's change and its GPU time saved, added and lost.
+    fn shadows(s: &Seen) -> Vec<Option<(Change, u128, u128, u128)>> {
+        s.shadows
+            .iter()
+            .map(|x| x.as_ref().map(|x| (x.change, x.gpu_saved, x.gpu_added, x.gpu_lost)))
+            .collect()
+    }
+
     #[test]
     fn a_rescue_is_counted_with_what_it_costs() {
         // Today: 1 retry, then the second failure fails the job; the candidate retries twice
@@ -237,23 +291,20 @@ mod tests {
             s.retries,
             [Retry {
                 rule: "p/0".into(),
+                category: "oom".into(),
                 gpu: HOUR_OF_2_GPUS,
                 cpu: 3600 * 1_000_000_000 * 500,
             }]
         );
-        assert_eq!(
-            s.shadows,
-            [Some(Shadow {
-                change: Change::Rescued,
-                gpu_saved: 0,
-                gpu_added: HOUR_OF_2_GPUS,
-            })]
-        );
+        assert_eq!(shadows(&s), [Some((Change::Rescued, 0, HOUR_OF_2_GPUS, 0))]);
         let mut c = Counters::default();
         count(&mut c, &s, Outcome::Failed, &["c.yaml".into()]);
         assert_eq!(c.get(Family::Jobs, &["ml", "failed"]), 1);
-        assert_eq!(c.get(Family::FutileRetries, &["ml", "p/0"]), 1);
-        assert_eq!(c.get(Family::FutileRetryGpuSeconds, &["ml", "p/0"]), HOUR_OF_2_GPUS);
+        assert_eq!(c.get(Family::FutileRetries, &["ml", "p/0", "oom"]), 1);
+        assert_eq!(
+            c.get(Family::FutileRetryGpuSeconds, &["ml", "p/0", "oom"]),
+            HOUR_OF_2_GPUS
+        );
         assert_eq!(c.get(Family::ShadowJobs, &["ml", "c.yaml", "rescued"]), 1);
         assert_eq!(
             c.get(Family::ShadowGpuSeconds, &["ml", "c.yaml", "added"]),
@@ -266,34 +317,36 @@ mod tests {
         let s = seen(3, 3, &mut history(2, true));
         assert!(!s.failed);
         assert_eq!(s.retries.len(), 2);
-        assert_eq!(
-            s.shadows,
-            [Some(Shadow {
-                change: Change::Same,
-                gpu_saved: 0,
-                gpu_added: 0
-            })]
-        );
+        assert_eq!(shadows(&s), [Some((Change::Same, 0, 0, 0))]);
         let mut c = Counters::default();
         count(&mut c, &s, Outcome::Succeeded, &["c.yaml".into()]);
         assert_eq!(c.get(Family::Retries, &["ml", "p/0"]), 2);
-        assert_eq!(c.get(Family::FutileRetries, &["ml", "p/0"]), 0);
+        assert_eq!(c.get(Family::FutileRetries, &["ml", "p/0", "oom"]), 0);
         assert_eq!(c.get(Family::ShadowJobs, &["ml", "c.yaml", "same"]), 1);
     }
 
     #[test]
-    fn a_candidate_that_retries_less_loses_the_job_and_saves_its_runs() {
+    fn the_runs_of_a_job_a_candidate_loses_are_lost_not_saved() {
         let s = seen(3, 0, &mut history(1, true));
+        assert_eq!(shadows(&s), [Some((Change::Lost, 0, 0, HOUR_OF_2_GPUS))]);
+        let mut c = Counters::default();
+        count(&mut c, &s, Outcome::Succeeded, &["c.yaml".into()]);
+        assert_eq!(c.get(Family::ShadowGpuSeconds, &["ml", "c.yaml", "saved"]), 0);
         assert_eq!(
-            s.shadows,
-            [Some(Shadow {
-                change: Change::Lost,
-                gpu_saved: HOUR_OF_2_GPUS,
-                gpu_added: 0,
-            })]
+            c.get(Family::ShadowGpuSeconds, &["ml", "c.yaml", "lost"]),
+            HOUR_OF_2_GPUS
         );
         // Past the record: the candidate would retry again.
         let s = seen(1, 5, &mut history(2, false));
-        assert_eq!(s.shadows[0].map(|s| s.change), Some(Change::Pending));
+        assert_eq!(s.shadows[0].as_ref().map(|s| s.change), Some(Change::Pending));
+    }
+
+    #[test]
+    fn a_candidate_that_drops_a_futile_retry_saves_its_run() {
+        // Today retries twice and fails anyway; the candidate once: the same end, one run
+        // fewer.
+        let s = seen(2, 1, &mut history(3, false));
+        assert!(s.failed);
+        assert_eq!(shadows(&s), [Some((Change::RetriedDifferently, HOUR_OF_2_GPUS, 0, 0))]);
     }
 }

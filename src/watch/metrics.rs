@@ -1,8 +1,8 @@
 //! What `watch` exports (docs/watch.md "What each metric counts"): the families, their labels,
 //! and the counters themselves, one integer per series.
 //!
-//! Owns: [`Family`] (every metric's name, kind, label names and unit, in the order they are
-//! exported), [`Counters`] (the series and their values, exact integers: counts, and device
+//! Owns: [`FAMILIES`], the one table of every metric's name, HELP words, kind, unit and label
+//! names, in the order they are exported ([`Family`] names a row), [`Counters`] (the series and their values, exact integers: counts, and device
 //! time in nanoseconds × thousandths of a device as the replay sums it, so that a window's
 //! sum is what `simulate --baseline` prints) and the label values a series may take
 //! ([`Outcome`], [`Change`], [`Reason`]). Must not: render the text format (that is
@@ -25,7 +25,25 @@ pub enum Unit {
     Millis,
 }
 
-/// A metric family: counters, and the two gauges of the poller's progress.
+/// A family's Prometheus type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// Only ever grows; kept in `--state`.
+    Counter,
+    /// The poller's progress, or a state worked out afresh (the verdicts, an incident).
+    Gauge,
+}
+
+impl Kind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Counter => "counter",
+            Kind::Gauge => "gauge",
+        }
+    }
+}
+
+/// A metric family.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Family {
     Jobs,
@@ -33,83 +51,127 @@ pub enum Family {
     FutileRetries,
     FutileRetryGpuSeconds,
     FutileRetryCpuSeconds,
+    Collisions,
     ShadowJobs,
     ShadowGpuSeconds,
+    ShadowVerdict,
     Contradictions,
+    IncompleteJobs,
+    IncidentsActive,
+    IncidentFailedRuns,
     UnreadableRows,
     CursorTimestamp,
     LastPollSuccessTimestamp,
     PollErrors,
 }
 
+/// What a family is: the one table of watch's metrics (docs/watch.md "What each metric
+/// counts"), which `/metrics`, `--state` and the tests all read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Spec {
+    pub family: Family,
+    /// Its name, as Prometheus stores it.
+    pub name: &'static str,
+    /// What it counts, for its HELP line.
+    pub help: &'static str,
+    pub kind: Kind,
+    pub unit: Unit,
+    /// Its label names, in the order a series' values are kept.
+    pub labels: &'static [&'static str],
+}
+
+const fn spec(
+    family: Family,
+    name: &'static str,
+    kind: Kind,
+    unit: Unit,
+    labels: &'static [&'static str],
+    help: &'static str,
+) -> Spec {
+    Spec {
+        family,
+        name,
+        help,
+        kind,
+        unit,
+        labels,
+    }
+}
+
+use Kind::{Counter, Gauge};
+use Unit::{Count, DeviceTime, Micros, Millis};
+
+/// Every family, in the order `/metrics` lists them (and of [`Family`]'s variants).
+pub const FAMILIES: [Spec; 17] = [
+    spec(Family::Jobs, "retryctl_watch_jobs_total", Counter, Count, &["queue", "outcome"],
+        "Jobs that reached a terminal state with a run to replay, by their outcome as Lookout recorded it."),
+    spec(Family::Retries, "retryctl_watch_retries_total", Counter, Count, &["queue", "rule"],
+        "Retries today's policy granted, by the rule that granted them."),
+    spec(Family::FutileRetries, "retryctl_watch_futile_retries_total", Counter, Count, &["queue", "rule", "category"],
+        "Retries today's policy granted to jobs it failed in the end, by rule and by the failure category of the run retried."),
+    spec(Family::FutileRetryGpuSeconds, "retryctl_watch_futile_retry_gpu_seconds_total", Counter, DeviceTime, &["queue", "rule", "category"],
+        "GPU-seconds of the runs those futile retries started (run time times GPUs requested), by rule and category."),
+    spec(Family::FutileRetryCpuSeconds, "retryctl_watch_futile_retry_cpu_seconds_total", Counter, DeviceTime, &["queue", "rule", "category"],
+        "CPU-seconds of the runs those futile retries started (run time times CPUs requested), by rule and category."),
+    spec(Family::Collisions, "retryctl_watch_collisions_total", Counter, Count, &["queue"],
+        "Retries today's policy granted that reuse the name of a failed pod the executor keeps (they collide)."),
+    spec(Family::ShadowJobs, "retryctl_watch_shadow_jobs_total", Counter, Count, &["queue", "candidate", "change"],
+        "Jobs by what a candidate policy would have done to them against today's (as simulate --baseline)."),
+    spec(Family::ShadowGpuSeconds, "retryctl_watch_shadow_gpu_seconds_total", Counter, DeviceTime, &["queue", "candidate", "direction"],
+        "GPU-seconds of the runs a candidate would not start on jobs it keeps (saved), would add (added), or leaves out of jobs it loses (lost)."),
+    spec(Family::ShadowVerdict, "retryctl_watch_shadow_verdict", Gauge, Count, &["candidate", "verdict"],
+        "1 for a candidate's verdict over the jobs of the last --window (adopt, keep, reject as suggest judges; inconclusive below --min-jobs jobs with a failed run), 0 for the others."),
+    spec(Family::Contradictions, "retryctl_watch_contradictions_total", Counter, Count, &["queue"],
+        "Jobs whose record contradicts today's policy (is it what the cluster runs?)."),
+    spec(Family::IncompleteJobs, "retryctl_watch_incomplete_jobs_total", Counter, Count, &["queue"],
+        "Jobs counted as their record stood after --settle, a run still in flight or none written."),
+    spec(Family::IncidentsActive, "retryctl_watch_incidents_active", Gauge, Count, &[],
+        "1 while the last hour of failures counted is an incident window (docs/reference/suggest.md), else 0."),
+    spec(Family::IncidentFailedRuns, "retryctl_watch_incident_failed_runs_total", Counter, Count, &["queue"],
+        "Failed runs that ended inside an incident window."),
+    spec(Family::UnreadableRows, "retryctl_watch_unreadable_rows_total", Counter, Count, &[],
+        "Lookout rows left out because they could not be read (each said on stderr)."),
+    spec(Family::CursorTimestamp, "retryctl_watch_cursor_timestamp_seconds", Gauge, Micros, &[],
+        "last_transition_time of the last job counted (seconds since the Unix epoch)."),
+    spec(Family::LastPollSuccessTimestamp, "retryctl_watch_last_poll_success_timestamp_seconds", Gauge, Millis, &[],
+        "When a poll of Lookout last succeeded (seconds since the Unix epoch)."),
+    spec(Family::PollErrors, "retryctl_watch_poll_errors_total", Counter, Count, &["reason"],
+        "Polls that failed, and jobs a side could not replay, by reason."),
+];
+
 impl Family {
     /// Every family, in the order `/metrics` lists them.
-    pub const ALL: [Family; 12] = [
-        Family::Jobs,
-        Family::Retries,
-        Family::FutileRetries,
-        Family::FutileRetryGpuSeconds,
-        Family::FutileRetryCpuSeconds,
-        Family::ShadowJobs,
-        Family::ShadowGpuSeconds,
-        Family::Contradictions,
-        Family::UnreadableRows,
-        Family::CursorTimestamp,
-        Family::LastPollSuccessTimestamp,
-        Family::PollErrors,
-    ];
+    pub fn all() -> impl Iterator<Item = Family> {
+        FAMILIES.iter().map(|s| s.family)
+    }
+
+    /// Its row of [`FAMILIES`].
+    pub fn spec(self) -> &'static Spec {
+        &FAMILIES[self as usize]
+    }
 
     /// Its name, as Prometheus stores it.
     pub fn name(self) -> &'static str {
-        match self {
-            Family::Jobs => "retryctl_watch_jobs_total",
-            Family::Retries => "retryctl_watch_retries_total",
-            Family::FutileRetries => "retryctl_watch_futile_retries_total",
-            Family::FutileRetryGpuSeconds => "retryctl_watch_futile_retry_gpu_seconds_total",
-            Family::FutileRetryCpuSeconds => "retryctl_watch_futile_retry_cpu_seconds_total",
-            Family::ShadowJobs => "retryctl_watch_shadow_jobs_total",
-            Family::ShadowGpuSeconds => "retryctl_watch_shadow_gpu_seconds_total",
-            Family::Contradictions => "retryctl_watch_contradictions_total",
-            Family::UnreadableRows => "retryctl_watch_unreadable_rows_total",
-            Family::CursorTimestamp => "retryctl_watch_cursor_timestamp_seconds",
-            Family::LastPollSuccessTimestamp => "retryctl_watch_last_poll_success_timestamp_seconds",
-            Family::PollErrors => "retryctl_watch_poll_errors_total",
-        }
+        self.spec().name
     }
 
     /// The family named `name`.
     pub fn named(name: &str) -> Option<Family> {
-        Family::ALL.into_iter().find(|f| f.name() == name)
+        FAMILIES.iter().find(|s| s.name == name).map(|s| s.family)
     }
 
     /// Its label names, in the order a series' values are kept.
     pub fn labels(self) -> &'static [&'static str] {
-        match self {
-            Family::Jobs => &["queue", "outcome"],
-            Family::Retries | Family::FutileRetries => &["queue", "rule"],
-            Family::FutileRetryGpuSeconds | Family::FutileRetryCpuSeconds => &["queue", "rule"],
-            Family::ShadowJobs => &["queue", "candidate", "change"],
-            Family::ShadowGpuSeconds => &["queue", "candidate", "direction"],
-            Family::Contradictions => &["queue"],
-            Family::UnreadableRows | Family::CursorTimestamp | Family::LastPollSuccessTimestamp => &[],
-            Family::PollErrors => &["reason"],
-        }
+        self.spec().labels
     }
 
-    /// A counter (only ever grows, kept in `--state`), or a gauge (the poller's progress).
+    /// A counter (only ever grows, kept in `--state`), or a gauge.
     pub fn is_counter(self) -> bool {
-        !matches!(self, Family::CursorTimestamp | Family::LastPollSuccessTimestamp)
+        self.spec().kind == Counter
     }
 
     pub fn unit(self) -> Unit {
-        match self {
-            Family::FutileRetryGpuSeconds | Family::FutileRetryCpuSeconds | Family::ShadowGpuSeconds => {
-                Unit::DeviceTime
-            }
-            Family::CursorTimestamp => Unit::Micros,
-            Family::LastPollSuccessTimestamp => Unit::Millis,
-            _ => Unit::Count,
-        }
+        self.spec().unit
     }
 }
 
@@ -206,9 +268,17 @@ impl Reason {
     }
 }
 
-/// The `direction` label of `shadow_gpu_seconds_total`: two counters, never a negative one.
+/// The `direction` label of `shadow_gpu_seconds_total`: counters, never a negative one.
 pub const SAVED: &str = "saved";
 pub const ADDED: &str = "added";
+/// The runs a candidate leaves out of a job it loses: not a saving.
+pub const LOST: &str = "lost";
+
+/// The `verdict` label of `shadow_verdict`: suggest's three, or too few jobs to say.
+pub const VERDICTS: [&str; 4] = ["adopt", "keep", "reject", "inconclusive"];
+
+/// The `category` label of a failure with no category.
+pub const NO_CATEGORY: &str = "none";
 
 /// Every counter series: (family, label values in [`Family::labels`]' order) → its integer.
 /// Sums never wrap: a series that would pass 2^128 − 1 stays there (no real cluster comes near:
@@ -257,8 +327,9 @@ impl Counters {
     }
 
     /// The series a scrape shows before anything is counted, each at 0, so that an alert's
-    /// `increase()` sees a series' first step: every queue's outcomes, contradictions and
-    /// every candidate's changes and directions, every reason, and the unreadable rows.
+    /// `increase()` sees a series' first step: every queue's outcomes, contradictions,
+    /// collisions, incomplete jobs and incident runs, every candidate's changes and
+    /// directions, every reason, and the unreadable rows.
     pub fn zeros(queues: &[String], candidates: &[String]) -> Counters {
         let mut c = Counters::default();
         c.add(Family::UnreadableRows, &[], 0);
@@ -269,12 +340,19 @@ impl Counters {
             for o in Outcome::ALL {
                 c.add(Family::Jobs, &[q, o.as_str()], 0);
             }
-            c.add(Family::Contradictions, &[q], 0);
+            for f in [
+                Family::Contradictions,
+                Family::Collisions,
+                Family::IncompleteJobs,
+                Family::IncidentFailedRuns,
+            ] {
+                c.add(f, &[q], 0);
+            }
             for name in candidates {
                 for ch in Change::ALL {
                     c.add(Family::ShadowJobs, &[q, name, ch.as_str()], 0);
                 }
-                for d in [SAVED, ADDED] {
+                for d in [SAVED, ADDED, LOST] {
                     c.add(Family::ShadowGpuSeconds, &[q, name, d], 0);
                 }
             }
@@ -288,8 +366,15 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_table_is_in_the_order_of_the_families() {
+        for (i, s) in FAMILIES.iter().enumerate() {
+            assert_eq!(s.family as usize, i, "{}", s.name);
+        }
+    }
+
+    #[test]
     fn names_are_unique_and_found_back() {
-        for f in Family::ALL {
+        for f in Family::all() {
             assert_eq!(Family::named(f.name()), Some(f));
             assert!(f.name().starts_with("retryctl_watch_"));
             // Counters end in `_total` (Prometheus' naming rule); gauges never do.
@@ -317,8 +402,8 @@ mod tests {
     #[test]
     fn the_zeros_name_every_bounded_series() {
         let c = Counters::zeros(&["ml".into()], &["a.yaml".into(), "b".into()]);
-        // 3 outcomes + 1 contradictions + 2 × (5 changes + 2 directions) + 4 reasons + 1.
-        assert_eq!(c.iter().count(), 3 + 1 + 2 * 7 + 4 + 1);
+        // 3 outcomes + 4 per-queue counters + 2 × (5 changes + 3 directions) + 4 reasons + 1.
+        assert_eq!(c.iter().count(), 3 + 4 + 2 * 8 + 4 + 1);
         assert!(c.iter().all(|(_, _, n)| n == 0));
     }
 }

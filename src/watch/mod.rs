@@ -2,8 +2,10 @@
 //! record, as counters. What the command's loop, HTTP and database are for, decided here.
 //!
 //! Owns: [`job`] (one job replayed under every side and added to the counters), [`metrics`]
-//! (the families and their series), [`cursor`] (where the record is read from and which jobs
-//! were counted), [`state`] (what `--state` holds, as text) and [`schedule`] (the wait after a
+//! (the one table of families, and their series), [`cursor`] (where the record is read from
+//! and which jobs were counted), [`waiting`] (the jobs read before their record was
+//! complete), [`window`] (the last `--window` as hourly sums, which a candidate's verdict is
+//! judged on), [`state`] (what `--state` holds, as text) and [`schedule`] (the wait after a
 //! poll, `/healthz`). Pure, as `replay` is: no I/O, clock, environment or randomness; the
 //! command (`commands::watch`) polls, serves and writes the file, `output::watch` renders
 //! the text format. Reads `replay` (its replay of a job under a side, its comparison of two)
@@ -14,3 +16,5 @@ pub mod job;
 pub mod metrics;
 pub mod schedule;
 pub mod state;
+pub mod waiting;
+pub mod window;

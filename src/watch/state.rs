@@ -5,8 +5,12 @@
 //! writes it atomically: a temporary file, fsync, rename), or read a clock: the times it
 //! holds are given.
 //!
-//! The document: `{"kind": "retryctl watch state", "version": 1, "start", "cursor": {"at",
-//! "job"} | null, "lastPollSuccess", "counted", "counters": [{"metric", "labels", "value"}]}`.
+//! The document: `{"kind": "retryctl watch state", "version": 2, "start", "cursor": {"at",
+//! "job"} | null, "lastPollSuccess", "counted", "counters": [{"metric", "labels", "value"}],
+//! "waiting": [[id, queue, at, since, state]], "window": {HOUR: {"failedJobs", "candidates":
+//! {NAME: comparison}}}}`. A version 1 document (before `waiting` and `window`) reads with
+//! neither, its futile-retry series labelled `category="unknown"` (counted before categories
+//! were kept), so that no counter goes back.
 //! Times are integers (`start` and `cursor.at` microseconds since the Unix epoch, as Lookout
 //! stores them; `lastPollSuccess` milliseconds); `counted` is the pairs of
 //! [`super::cursor::Seen`] as base64 of 16 little-endian bytes each (time, hash): a burst of
@@ -18,12 +22,44 @@ use serde_json::{json, Map, Value};
 
 use super::cursor::{Cursor, Seen};
 use super::metrics::{Counters, Family};
+use super::waiting::Waiting;
+use super::window::Window;
 
 const KIND: &str = "retryctl watch state";
-const VERSION: u64 = 1;
+const VERSION: u64 = 2;
+
+/// The `category` of a futile-retry series read from a version 1 state.
+pub const UNKNOWN_CATEGORY: &str = "unknown";
+
+/// The document's top level as read: the large lists typed (no tree of values for 200,000
+/// waiting jobs), the rest checked field by field.
+/// A job waiting, as the document lists it: id, queue, time, since, state.
+type WaitRow = (String, String, i64, i64, i16);
+
+#[derive(serde::Deserialize)]
+struct Doc {
+    #[serde(default)]
+    kind: Value,
+    #[serde(default)]
+    version: Value,
+    #[serde(default)]
+    start: Value,
+    #[serde(default)]
+    cursor: Value,
+    #[serde(default, rename = "lastPollSuccess")]
+    last_poll_success: Value,
+    #[serde(default)]
+    counted: Value,
+    #[serde(default)]
+    counters: Value,
+    #[serde(default)]
+    waiting: Option<Vec<WaitRow>>,
+    #[serde(default)]
+    window: Option<Window>,
+}
 
 /// Everything a restart resumes from.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct State {
     /// Where a fresh state starts reading (microseconds since the Unix epoch): `--since`, or
     /// when `watch` first ran. Read while no job is counted.
@@ -33,6 +69,10 @@ pub struct State {
     pub counters: Counters,
     /// When a poll last succeeded (milliseconds since the Unix epoch).
     pub last_success: Option<i64>,
+    /// The jobs read terminal whose record was not complete yet.
+    pub waiting: Waiting,
+    /// The last `--window` of jobs counted, as hourly sums.
+    pub window: Window,
 }
 
 impl State {
@@ -66,7 +106,7 @@ impl State {
                 json!({"metric": f.name(), "labels": labels, "value": n.to_string()})
             })
             .collect();
-        json!({
+        let mut text = json!({
             "kind": KIND,
             "version": VERSION,
             "start": self.start,
@@ -75,35 +115,67 @@ impl State {
             "counted": base64::engine::general_purpose::STANDARD.encode(counted),
             "counters": counters,
         })
-        .to_string()
+        .to_string();
+        // The waiting jobs written as they go: 200,000 of them make no tree of values.
+        text.pop();
+        text.push_str(",\"waiting\":[");
+        for (i, (id, w)) in self.waiting.iter().enumerate() {
+            if i > 0 {
+                text.push(',');
+            }
+            let quoted = |t: &str| Value::String(t.to_string()).to_string();
+            text.push_str(&format!(
+                "[{},{},{},{},{}]",
+                quoted(id),
+                quoted(self.waiting.queue_of(w)),
+                w.at,
+                w.since,
+                w.state
+            ));
+        }
+        text.push_str("],\"window\":");
+        text.push_str(&serde_json::to_string(&self.window).unwrap_or_else(|_| "{}".into()));
+        text.push('}');
+        text
     }
 
     /// The state `text` holds, or what is wrong with it (the caller names the file).
     pub fn from_json(text: &str) -> Result<State, String> {
-        let v: Value = serde_json::from_str(text).map_err(|e| format!("not JSON ({e})"))?;
-        if v["kind"] != KIND {
+        let v: Doc = match serde_json::from_str(text) {
+            Ok(v) => v,
+            // A document that is not an object of this shape at all: say first that it is not
+            // a state, when it is JSON.
+            Err(e) => {
+                let any: Value = serde_json::from_str(text).map_err(|e| format!("not JSON ({e})"))?;
+                if any.get("kind") != Some(&Value::String(KIND.into())) {
+                    return Err(format!("not a watch state (no `\"kind\": \"{KIND}\"`)"));
+                }
+                return Err(format!("not a watch state of this retryctl ({e})"));
+            }
+        };
+        if v.kind != KIND {
             return Err(format!("not a watch state (no `\"kind\": \"{KIND}\"`)"));
         }
-        match v["version"].as_u64() {
-            Some(VERSION) => {}
+        let version = match v.version.as_u64() {
+            Some(n @ (1 | VERSION)) => n,
             Some(n) => return Err(format!("version {n}, where this retryctl reads version {VERSION}")),
             None => return Err("no `version`".into()),
-        }
+        };
         let int = |key: &str, v: &Value| v.as_i64().ok_or_else(|| format!("`{key}` is not an integer"));
-        let start = int("start", &v["start"])?;
-        let cursor = match &v["cursor"] {
+        let start = int("start", &v.start)?;
+        let cursor = match &v.cursor {
             Value::Null => None,
             c => Some(Cursor {
                 at: int("cursor.at", &c["at"])?,
                 job: c["job"].as_str().ok_or("`cursor.job` is not a string")?.to_string(),
             }),
         };
-        let last_success = match &v["lastPollSuccess"] {
+        let last_success = match &v.last_poll_success {
             Value::Null => None,
             t => Some(int("lastPollSuccess", t)?),
         };
         let bytes = base64::engine::general_purpose::STANDARD
-            .decode(v["counted"].as_str().ok_or("`counted` is not a string")?)
+            .decode(v.counted.as_str().ok_or("`counted` is not a string")?)
             .map_err(|e| format!("`counted` is not base64 ({e})"))?;
         if bytes.len() % 16 != 0 {
             return Err(format!("`counted` holds {} bytes, not pairs of 16", bytes.len()));
@@ -118,14 +190,17 @@ impl State {
         };
         let seen = Seen::of_pairs(bytes.chunks_exact(16).map(pair));
         let mut counters = Counters::default();
-        let list = v["counters"].as_array().ok_or("`counters` is not a list")?;
+        let list = v.counters.as_array().ok_or("`counters` is not a list")?;
         for (i, c) in list.iter().enumerate() {
             let at = |why: String| format!("counters[{i}]: {why}");
             let name = c["metric"].as_str().ok_or_else(|| at("no `metric`".into()))?;
             let family = Family::named(name)
                 .filter(|f| f.is_counter())
                 .ok_or_else(|| at(format!("`{name}` is not a counter of watch")))?;
-            let labels = c["labels"].as_object().ok_or_else(|| at("no `labels`".into()))?;
+            let mut labels = c["labels"].as_object().ok_or_else(|| at("no `labels`".into()))?.clone();
+            if version == 1 && family.labels().contains(&"category") && !labels.contains_key("category") {
+                labels.insert("category".into(), Value::String(UNKNOWN_CATEGORY.into()));
+            }
             if labels.len() != family.labels().len() {
                 return Err(at(format!("`{name}` has the labels {:?}", family.labels())));
             }
@@ -141,12 +216,18 @@ impl State {
                 .ok_or_else(|| at("`value` is not a decimal string".into()))?;
             counters.add(family, &values, n);
         }
+        let mut waiting = Waiting::default();
+        for (id, queue, at, since, state) in v.waiting.unwrap_or_default() {
+            waiting.insert(&id, &queue, at, state, since);
+        }
         Ok(State {
             start,
             cursor,
             seen,
             counters,
             last_success,
+            waiting,
+            window: v.window.unwrap_or_default(),
         })
     }
 }
@@ -172,9 +253,76 @@ mod tests {
             s.seen.insert(at, id);
         }
         s.last_success = Some(1_700_000_124_000);
+        s.waiting
+            .insert("late\"1", "ml", 1_700_000_000_000_001, 5, 1_700_000_100_000_000);
+        s.waiting
+            .insert("late2", "batch", 1_700_000_000_000_002, 4, 1_700_000_100_000_000);
+        // A job a candidate loses, its 3 hours of a 1000-GPU request left out: sums past what
+        // a JSON number holds exactly, read back exactly.
+        use crate::model::duration::GoDuration;
+        use crate::model::failure_history::{Final, Resources};
+        use crate::replay::compare::{JobDiff, Side};
+        let side = |final_state| Side {
+            final_state,
+            retries: 1,
+            delay: GoDuration::ZERO,
+            runs: 2,
+            runs_left: 0,
+            compute: GoDuration::from_secs(3600),
+        };
+        let diff = JobDiff {
+            job: "j".into(),
+            baseline: side(Final::Succeeded),
+            candidate: Side {
+                runs: 1,
+                ..side(Final::Failed)
+            },
+            compute_added: GoDuration::ZERO,
+            compute_removed: GoDuration::from_secs(3 * 3600),
+            resources: Some(Resources {
+                gpu_milli: Some(1_000_000),
+                ..Resources::default()
+            }),
+        };
+        let shadow = crate::watch::job::Shadow {
+            change: crate::watch::metrics::Change::Lost,
+            gpu_saved: 0,
+            gpu_added: 0,
+            gpu_lost: 1,
+            diff,
+        };
+        let mut seen = crate::watch::job::Seen {
+            job: "j".into(),
+            queue: "ml".into(),
+            retries: Vec::new(),
+            failed: false,
+            contradicted: true,
+            collisions: 0,
+            has_failed_run: true,
+            recorded: Default::default(),
+            shadows: vec![Some(shadow)],
+            errors: Vec::new(),
+        };
+        let names = ["c.yaml".to_string()];
+        s.window.add(1_700_000_000_000_000, &seen, &names);
+        seen.has_failed_run = false;
+        s.window.add(1_700_000_000_000_000 + 2 * 3_600_000_000, &seen, &names);
         let back = State::from_json(&s.to_json()).unwrap();
         assert_eq!(back, s);
         assert!(back.seen.contains(-5, "a"));
+        assert_eq!(back.waiting.len(), 2);
+        let (failed, sums) = back.window.since(0);
+        assert_eq!(failed, 1);
+        assert_eq!(sums["c.yaml"].lost, 2);
+        assert_eq!(sums["c.yaml"].gpu_removed, 2 * 3 * 3600 * 1_000_000_000 * 1_000_000);
+    }
+
+    #[test]
+    fn a_version_1_state_reads_its_futile_series_with_an_unknown_category() {
+        let v1 = r#"{"kind":"retryctl watch state","version":1,"start":5,"cursor":null,"lastPollSuccess":null,"counted":"","counters":[{"metric":"retryctl_watch_futile_retries_total","labels":{"queue":"ml","rule":"p/0"},"value":"7"}]}"#;
+        let s = State::from_json(v1).unwrap();
+        assert_eq!(s.counters.get(Family::FutileRetries, &["ml", "p/0", "unknown"]), 7);
+        assert!(s.waiting.is_empty() && s.window.is_empty());
     }
 
     #[test]
@@ -184,8 +332,13 @@ mod tests {
         assert_eq!(err("{}"), "not a watch state (no `\"kind\": \"retryctl watch state\"`)");
         let good = State::new(0, Counters::default()).to_json();
         assert_eq!(
-            err(&good.replace("\"version\":1", "\"version\":2")),
-            "version 2, where this retryctl reads version 1"
+            err(&good.replace("\"version\":2", "\"version\":3")),
+            "version 3, where this retryctl reads version 2"
+        );
+        assert_eq!(
+            err(&good.replace("\"waiting\":[]", "\"waiting\":[1]")),
+            "not a watch state of this retryctl (invalid type: integer `1`, expected a tuple of size 5 at line 1 column 238)"
+                .replace("238", &(good.find("\"waiting\"").unwrap() + 12).to_string())
         );
         let bad = good.replace(
             "\"counters\":[]",

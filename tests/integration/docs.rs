@@ -102,7 +102,7 @@ const NOT_RUN: &[(&str, &str, &str)] = &[
     (
         "docs/categorizer.md",
         "$ retryctl apply -f ml.yaml --categorizer current/executor.yaml",
-        "the README route's files and an Armada to write to; tests/integration/suggest_cluster.rs runs apply --categorizer against a real `retryctl serve` (apply_refuses_a_policy_before_its_categories_are_rolled_out)",
+        "the README route's files and an Armada to write to; tests/integration/route.rs runs it on the route's files against a real `retryctl serve` and compares its output with the block",
     ),
     (
         "docs/watch.md",
@@ -118,6 +118,11 @@ const NOT_RUN: &[(&str, &str, &str)] = &[
         "docs/watch.md",
         "$ curl -s localhost:9464/metrics",
         "curl and a pipeline against a running watch; tests/integration/watch.rs scrapes /metrics and checks it with promtool",
+    ),
+    (
+        "docs/watch.md",
+        "$ promtool check rules deploy/watch/rules.yaml",
+        "promtool, from Debian's prometheus; tests/integration/watch.rs runs both lines as printed, from the repository's root (the_alerts_pass_promtool_and_their_own_rule_tests_as_the_guide_prints_them)",
     ),
     (
         "docs/watch.md",

@@ -1,8 +1,8 @@
 //! Output that cannot be written is an error (docs/cli.md, "Output that cannot be written"):
 //! every verb that prints, its stdout on `/dev/full` (each write fails with ENOSPC, as on a
-//! full disk), exits 1 naming the failure, where it used to exit 0 with its document cut
-//! short; `--output-file /dev/full` the same, naming the file. A closed pipe stays quiet
-//! (cli_traps.rs).
+//! full disk) or closed before it starts (`>&-`: EBADF), exits 1 naming the failure, where it
+//! used to exit 0 with its document cut short (or never written); `--output-file /dev/full`
+//! the same, naming the file. A closed pipe stays quiet (here, and cli_traps.rs).
 
 #![cfg(target_os = "linux")]
 
@@ -15,11 +15,46 @@ use crate::support::server::TestServer;
 use crate::support::{root, temp_home};
 
 const FULL: &str = "error: cannot write stdout: no space left on device\n";
+const CLOSED: &str = "error: cannot write stdout: bad file descriptor\n";
 
-/// `retryctl ARGS` from `dir` (the repository root unless given), its stdout on `/dev/full`:
-/// its exit code and stderr.
-fn to_full(dir: &Path, home: &Path, env: &[(&str, &str)], args: &[&str]) -> (Option<i32>, String) {
-    let out = Command::new(assert_cmd::cargo::cargo_bin("retryctl"))
+/// Where a command's stdout goes: `/dev/full`, or nowhere (closed by the shell that starts
+/// it, `>&-`).
+#[derive(Debug, Clone, Copy)]
+enum Stdout {
+    Full,
+    Closed,
+}
+
+impl Stdout {
+    const BOTH: [Stdout; 2] = [Stdout::Full, Stdout::Closed];
+
+    /// What the command says last.
+    fn said(self) -> &'static str {
+        match self {
+            Stdout::Full => FULL,
+            Stdout::Closed => CLOSED,
+        }
+    }
+}
+
+/// `retryctl ARGS` from `dir` (the repository root unless given), its stdout `to`: its exit
+/// code and stderr.
+fn run_to(to: Stdout, dir: &Path, home: &Path, env: &[(&str, &str)], args: &[&str]) -> (Option<i32>, String) {
+    let bin = assert_cmd::cargo::cargo_bin("retryctl");
+    let mut cmd = match to {
+        Stdout::Full => {
+            let mut cmd = Command::new(bin);
+            cmd.stdout(File::options().write(true).open("/dev/full").unwrap());
+            cmd
+        }
+        // The shell closes descriptor 1, then runs retryctl in its place.
+        Stdout::Closed => {
+            let mut cmd = Command::new("/bin/sh");
+            cmd.args(["-c", "exec \"$0\" \"$@\" >&-"]).arg(bin);
+            cmd
+        }
+    };
+    let out = cmd
         .args(args)
         .current_dir(dir)
         .env_clear()
@@ -27,11 +62,15 @@ fn to_full(dir: &Path, home: &Path, env: &[(&str, &str)], args: &[&str]) -> (Opt
         .env("NO_COLOR", "1")
         .envs(env.iter().copied())
         .stdin(Stdio::null())
-        .stdout(File::options().write(true).open("/dev/full").unwrap())
         .stderr(Stdio::piped())
         .output()
         .unwrap();
     (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+/// `retryctl ARGS` to `/dev/full`.
+fn to_full(dir: &Path, home: &Path, env: &[(&str, &str)], args: &[&str]) -> (Option<i32>, String) {
+    run_to(Stdout::Full, dir, home, env, args)
 }
 
 /// Exit 1, stderr ending in `last` (a verb may say things on stderr before, such as suggest's
@@ -46,7 +85,7 @@ fn fails_naming(got: (Option<i32>, String), last: &str, what: &str) {
 }
 
 #[test]
-fn every_local_verb_that_prints_fails_on_a_full_stdout() {
+fn every_local_verb_that_prints_fails_on_a_full_or_closed_stdout() {
     let home = temp_home();
     let shards = tempfile::tempdir().unwrap();
     let run = [
@@ -93,6 +132,24 @@ fn every_local_verb_that_prints_fails_on_a_full_stdout() {
     merge.extend(partials.iter().map(String::as_str));
     let mut simulate_json = run.to_vec();
     simulate_json.extend(["-o", "json"]);
+    let emit = [
+        "--emit",
+        "kubernetes",
+        "--shard-count",
+        "2",
+        "--image",
+        "retryctl:0.1.0",
+        "--volume",
+        "data:/data",
+    ];
+    let mut simulate_emit = run.to_vec();
+    simulate_emit.extend(emit);
+    let config = home.path().join("config.yaml");
+    fs::write(
+        &config,
+        "currentContext: here\ncontexts:\n  here:\n    armadaRestUrl: http://127.0.0.1:1\n",
+    )
+    .unwrap();
     let cases: Vec<Vec<&str>> = vec![
         vec!["validate", "-f", "testdata/policies/valid"],
         vec!["validate", "-f", "testdata/policies/valid", "-o", "json"],
@@ -107,9 +164,18 @@ fn every_local_verb_that_prints_fails_on_a_full_stdout() {
         suggest("policy"),
         tune,
         merge,
+        simulate_emit,
+        vec!["--config", config.to_str().unwrap(), "config", "view"],
+        vec!["--config", config.to_str().unwrap(), "config", "get-contexts"],
+        vec!["--config", config.to_str().unwrap(), "config", "current-context"],
+        vec!["simulate", "--help"],
+        vec!["--help"],
     ];
-    for args in &cases {
-        fails_naming(to_full(&root(), home.path(), &[], args), FULL, &args.join(" "));
+    for to in Stdout::BOTH {
+        for args in &cases {
+            let got = run_to(to, &root(), home.path(), &[], args);
+            fails_naming(got, to.said(), &format!("{to:?}: {}", args.join(" ")));
+        }
     }
     // `--output-file` written straight through (a device), named as given.
     let mut args = run.to_vec();
@@ -196,22 +262,32 @@ fn a_file_that_cannot_grow_is_a_failed_write_and_merge_takes_its_output_back() {
 
 /// `history`, exporting from Lookout's REST API.
 #[test]
-fn history_fails_on_a_full_stdout() {
+fn history_fails_on_a_full_or_closed_stdout() {
     let stub = crate::history_rest::lookout_stub(3);
     let home = temp_home();
     let mut args = vec!["history", "--queue", "ml", "--lookout-url", &stub.url];
     args.extend(WINDOW);
-    fails_naming(
-        to_full(&root(), home.path(), &[("ARMADA_TOKEN", "tok")], &args),
-        FULL,
-        "history",
-    );
+    for to in Stdout::BOTH {
+        fails_naming(
+            run_to(to, &root(), home.path(), &[("ARMADA_TOKEN", "tok")], &args),
+            to.said(),
+            &format!("{to:?}: history"),
+        );
+    }
 }
 
 /// The server's verbs, against `retryctl serve`: what they did on the server is done (a
 /// write is not taken back), and what they would have said of it is lost, so they fail.
 #[test]
-fn every_server_verb_that_prints_fails_on_a_full_stdout() {
+fn every_server_verb_that_prints_fails_on_a_full_or_closed_stdout() {
+    for to in Stdout::BOTH {
+        server_verbs_fail(to);
+    }
+}
+
+/// [`every_server_verb_that_prints_fails_on_a_full_or_closed_stdout`] with stdout `to`, against
+/// a server of its own (each verb's write is then the first).
+fn server_verbs_fail(to: Stdout) {
     let server = TestServer::start();
     let home = temp_home();
     let env = [("ARMADA_URL", server.url.as_str())];
@@ -245,6 +321,44 @@ fn every_server_verb_that_prints_fails_on_a_full_stdout() {
         &["--config", config.to_str().unwrap(), "config", "view"],
     ];
     for args in cases {
-        fails_naming(to_full(&root(), home.path(), &env, args), FULL, &args.join(" "));
+        let got = run_to(to, &root(), home.path(), &env, args);
+        fails_naming(got, to.said(), &format!("{to:?}: {}", args.join(" ")));
+    }
+}
+
+/// A closed pipe is the reader having enough (`| head -c1`): exit 0, no error said, whatever
+/// the command writes after it (here more than a pipe holds), as before.
+#[test]
+fn a_closed_pipe_stays_quiet() {
+    let home = temp_home();
+    for args in [
+        &["completion", "bash"][..],
+        &[
+            "simulate",
+            "-f",
+            "testdata/policies/valid",
+            "--history",
+            "testdata/route/week.jsonl",
+            "-o",
+            "jsonl",
+        ],
+    ] {
+        // retryctl's own status, said on stderr after the pipeline's reader has gone.
+        let out = Command::new("/bin/sh")
+            .args(["-c", "{ \"$0\" \"$@\"; echo \"exit: $?\" >&2; } | head -c1 >/dev/null"])
+            .arg(assert_cmd::cargo::cargo_bin("retryctl"))
+            .args(args)
+            .current_dir(root())
+            .env_clear()
+            .env("HOME", home.path())
+            .stdin(Stdio::null())
+            .stderr(Stdio::piped())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.ends_with("exit: 0\n") && !stderr.contains("error"),
+            "{args:?}: {stderr}"
+        );
     }
 }

@@ -417,6 +417,26 @@ fn collided_retries_teach_no_fail() {
         ),
         "{table}"
     );
+    // `--keep-categorizer` changes no category's action: the Retry stays as today, its
+    // retries still collide, and the verdict counts none let run.
+    let kept = json_of(&run(&[&base[..], &["-o", "json", "--keep-categorizer"]].concat()));
+    let reset = signature(
+        &kept,
+        "exit:1@main \"ConnectionResetError: [Errno <n>] Connection reset by peer\"",
+    );
+    assert_eq!(reset["noRule"], "retries collide: the executor keeps its pods");
+    let c = &kept["suggest"]["proposal"]["comparison"]["categories"];
+    assert_eq!(
+        (
+            &kept["suggest"]["proposal"]["actionChanges"],
+            &c["candidate"]["collisions"]
+        ),
+        (&json!([]), &json!(100))
+    );
+    assert_eq!(
+        kept["suggest"]["verdict"]["reasons"],
+        json!(["the proposal changes nothing that matters: no job changes outcome, no retry is added or removed"])
+    );
     // The proposal, simulated against today's: the collisions are gone.
     let policy = run(&[&base[..], &["-o", "policy"]].concat());
     std::fs::write(d.join("suggested.yaml"), &policy.stdout).unwrap();

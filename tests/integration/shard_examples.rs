@@ -916,3 +916,145 @@ fn emit_refuses_a_value_with_a_line_break_or_a_control_character() {
         assert_eq!(String::from_utf8_lossy(&out.stderr), format!("{said}\n"), "{command:?}");
     }
 }
+
+/// Every value of an emitted document stays a string for a YAML 1.1 reader (kubectl's and
+/// armadactl's go-yaml): a `--queue on`, an `--armada-queue yes`, a `--from` date and the like
+/// are quoted, in the shards' and the merge's documents and in `watch`'s, and PyYAML (a YAML
+/// 1.1 reader) reads them back as the strings given.
+#[test]
+fn emitted_values_stay_strings_for_a_yaml_1_1_reader() {
+    let kubernetes = run_ok(&[
+        "simulate",
+        "-f",
+        "/data/p",
+        "--history",
+        "/data/h.jsonl",
+        "--queue",
+        "on",
+        "--emit",
+        "kubernetes",
+        "--shard-count",
+        "2",
+        "--image",
+        "retryctl:0.1.0",
+        "--volume",
+        "sweep:/data",
+    ]);
+    assert!(
+        kubernetes.contains(
+            "        - --history\n        - /data/h.jsonl\n        - --queue\n        - 'on'\n        - --shard\n"
+        ),
+        "{kubernetes}"
+    );
+    let armada = run_ok(&[
+        "tune",
+        "-f",
+        "/data/p",
+        "--lookout-db",
+        "postgresql://db/lookout",
+        "--queue",
+        "no",
+        "--from",
+        "2026-01-01",
+        "--to",
+        "2026-02-01T00:00:00Z",
+        "--vary",
+        "p:retryLimit=1..3",
+        "--emit",
+        "armada",
+        "--armada-queue",
+        "yes",
+        "--emit-job-set",
+        "0x1f",
+        "--shard-count",
+        "2",
+        "--image",
+        "retryctl:0.1.0",
+        "--volume",
+        "sweep:/data",
+        "--dsn-secret",
+        "lookout:1_000",
+    ]);
+    assert!(armada.contains("queue: 'yes'\njobSetId: '0x1f'\njobs:\n"), "{armada}");
+    assert!(
+        armada.contains("      - --queue\n      - 'no'\n      - --from\n      - '2026-01-01'\n      - --to\n      - '2026-02-01T00:00:00Z'\n"),
+        "{armada}"
+    );
+    assert!(armada.contains("            key: '1_000'\n"), "{armada}");
+    let watch = run_ok(&[
+        "watch",
+        "--baseline",
+        "/data/current",
+        "--state",
+        "/data/watch.json",
+        "--queue",
+        "off",
+        "--queue",
+        "1:20",
+        "--listen",
+        "0.0.0.0:9464",
+        "--emit",
+        "kubernetes",
+        "--image",
+        "retryctl:0.1.0",
+        "--volume",
+        "watch:/data",
+        "--dsn-secret",
+        "lookout",
+    ]);
+    assert!(
+        watch.contains("        - --queue\n        - 'off'\n        - --queue\n        - '1:20'\n"),
+        "{watch}"
+    );
+    let Some(python) = crate::support::python::python() else {
+        return;
+    };
+    let home = temp_home();
+    // (the document, the path to a list of strings, the strings there that were given)
+    let cases = [
+        (
+            &kubernetes,
+            "d[0]['spec']['template']['spec']['containers'][0]['args']",
+            vec!["on"],
+        ),
+        (
+            &armada,
+            "[d[0]['queue'], d[0]['jobSetId'], d[1]['queue']]",
+            vec!["yes", "0x1f", "yes"],
+        ),
+        (
+            &armada,
+            "d[0]['jobs'][0]['podSpec']['containers'][0]['args']",
+            vec!["no", "2026-01-01", "2026-02-01T00:00:00Z"],
+        ),
+        (
+            &armada,
+            "[d[0]['jobs'][0]['podSpec']['containers'][0]['env'][0]['valueFrom']['secretKeyRef']['key']]",
+            vec!["1_000"],
+        ),
+        (
+            &watch,
+            "d[-1]['spec']['template']['spec']['containers'][0]['args']",
+            vec!["off", "1:20"],
+        ),
+    ];
+    for (text, path, given) in cases {
+        let file = home.path().join("emitted.yaml");
+        fs::write(&file, text).unwrap();
+        let read = crate::support::python::run(
+            &python,
+            &format!(
+                "import json, sys, yaml\nd = list(yaml.safe_load_all(open(sys.argv[1])))\nprint(json.dumps({path}))"
+            ),
+            &[file.to_str().unwrap()],
+        );
+        let read: Vec<serde_json::Value> = serde_json::from_str(&read).unwrap();
+        for g in given {
+            assert!(
+                read.contains(&serde_json::json!(g)),
+                "{path}: {g:?} is not a string in {read:?}"
+            );
+        }
+        assert!(read.iter().all(|v| v.is_string()), "{path}: {read:?}");
+    }
+}

@@ -9,64 +9,166 @@ use serde_json::{json, Value};
 
 use crate::support::{format_output, retryctl, temp_home};
 
-/// One message under two exit codes: exit 3 pays on its retry, exit 4 never does. A rule of
-/// the categorizer has one matcher, so no category tells the two apart: the category they
-/// share retries both (the decision that loses no job), every format says so, and the
-/// written policy and the table agree on what it does.
+/// The exit-3/exit-4 weeks (`testdata/suggest/exit-codes/`): one message, `boom: lost the
+/// lock`, in container `main`; exit 3 pays on its retry, exit 4 never does; today's policy
+/// retries the deployed category `boom` both are in.
+const EXIT_CODES: &str = "testdata/suggest/exit-codes";
+
+/// `suggest --history EXIT_CODES/WEEK --queue ml --baseline EXIT_CODES/current/ EXTRA…`.
+fn suggest_exit_codes(dir: &Path, week: &str, extra: &[&str]) -> Output {
+    let history = format!("{EXIT_CODES}/{week}");
+    let current = format!("{EXIT_CODES}/current/");
+    let args = [
+        &[
+            "suggest",
+            "--history",
+            &history,
+            "--queue",
+            "ml",
+            "--baseline",
+            &current,
+            "--min-trials",
+            "10",
+        ][..],
+        extra,
+    ]
+    .concat();
+    retryctl(dir).args(args).output().unwrap()
+}
+
+/// Exit 4 is `exit:4@main "boom: lost the lock"`'s alone among container `main`'s failed runs:
+/// an `onExitCodes` rule with `containerName` splits it into a category of its own, before
+/// the deployed `boom`, which keeps today's decision for exit 3. The proposal fails exit 4 at
+/// once and retries exit 3; replayed by `simulate --baseline`, each signature is decided by
+/// its own rule.
+#[test]
+fn an_exit_code_a_signature_has_alone_splits_it_into_a_category_of_its_own() {
+    let home = temp_home();
+    let dir = home.path();
+    let table = suggest_exit_codes(dir, "week.jsonl", &[]);
+    assert_eq!(table.status.code(), Some(0), "{}", format_output(&table));
+    let text = String::from_utf8_lossy(&table.stdout);
+    for line in [
+        "exit:4@main \"boom: lost the lock\"  90    60      0.0% (0.0–6.0%)       0.0    Retry (today/0, 66.7% of runs retried)  Fail\n",
+        "  2 rules of its own (1 Retry, 1 Fail), then 1 rule kept from today.\n",
+        "  cluster-wide: pods of category `s-exit-4-main-889e00a5` (runs of `boom` before) are kept on failure, for every queue (were deleted)\n",
+        "Plan: 0 rescued, 0 lost, 0 → Pending, 30 retried differently; 30 of 60 jobs change.\n",
+        "  candidate: category changes: none → s-exit-4-main-889e00a5 90, none → boom 30\n",
+        "Verdict: adopt (a change worth making): 0 rescued, 0 lost; retries +0 −60; run hours -1.0; pods of category `s-exit-4-main-889e00a5` (runs of `boom` before) are kept on failure, for every queue (were deleted)\n",
+    ] {
+        assert!(text.contains(line), "{line}\n{text}");
+    }
+    assert!(!text.contains("no one matcher"), "{text}");
+    let v: Value = serde_json::from_slice(&suggest_exit_codes(dir, "week.jsonl", &["-o", "json"]).stdout).unwrap();
+    assert_eq!(v["suggest"]["proposal"]["merged"], json!([]));
+    assert_eq!(
+        v["suggest"]["proposal"]["categories"],
+        json!([{"name": "s-exit-4-main-889e00a5", "action": "Retain", "signatures": ["exit:4@main \"boom: lost the lock\""]}])
+    );
+    let policy = suggest_exit_codes(dir, "week.jsonl", &["-o", "policy"]);
+    assert_eq!(policy.status.code(), Some(0), "{}", format_output(&policy));
+    let written = String::from_utf8(policy.stdout).unwrap();
+    assert_eq!(
+        written,
+        "# verdict: adopt (a change worth making): 0 rescued, 0 lost; retries +0 −60; run hours -1.0; pods of category `s-exit-4-main-889e00a5` (runs of `boom` before) are kept on failure, for every queue (were deleted)
+# Proposed by `retryctl suggest` from 60 jobs (120 failed runs); --min-trials 10 --futile 0.05 --max-limit 5.
+# The executor's config (errorCategories), not a server resource: `retryctl apply` skips it.
+errorCategories:
+  enabled: true
+  categories:
+    # exit:4@main \"boom: lost the lock\"
+    - name: s-exit-4-main-889e00a5
+      rules:
+        - onExitCodes: {operator: In, values: [4]}
+          containerName: \"main\"
+    - name: \"boom\"
+      action: \"Delete\"
+      rules:
+        - onTerminationMessage: {pattern: \"boom\"}
+---
+# Proposed by `retryctl suggest` from 60 jobs (120 failed runs); --min-trials 10 --futile 0.05 --max-limit 5.
+apiVersion: armadaproject.io/v1beta1
+kind: RetryPolicy
+name: suggested
+retryLimit: 2
+defaultAction: Retry
+rules:
+  # exit:3@main \"boom: lost the lock\": 30 failed runs in 30 jobs; 30 retried, 30 succeeded: 100.0% (95%: 88.6–100.0%)
+  - action: Retry
+    onCategory: \"boom\"
+  # exit:4@main \"boom: lost the lock\": 90 failed runs in 30 jobs; 60 retried, 0 succeeded: 0.0% (95%: 0.0–6.0%)
+  - action: Fail
+    onCategory: \"s-exit-4-main-889e00a5\"
+  # kept from today: today/0 (decided 120 runs)
+  - {action: Retry, onCategory: boom}
+---
+apiVersion: armadaproject.io/v1beta1
+kind: Queue
+name: ml
+priorityFactor: 1.0
+retryPolicies:
+- suggested
+- today
+"
+    );
+    let proposal = dir.join("suggested.yaml");
+    std::fs::write(&proposal, &written).unwrap();
+    let (proposal, week) = (p(dir, "suggested.yaml"), format!("{EXIT_CODES}/week.jsonl"));
+    let current = format!("{EXIT_CODES}/current/");
+    // simulate --baseline counts what suggest counted: exit 4's jobs fail at once.
+    let simulate = retryctl(dir)
+        .args(["simulate", "-f", &proposal, "--baseline", &current, "--history", &week])
+        .output()
+        .unwrap();
+    assert_eq!(simulate.status.code(), Some(0), "{}", format_output(&simulate));
+    let text = String::from_utf8_lossy(&simulate.stdout);
+    assert!(
+        text.contains("  ~ lock-4-00: Failed after 2 retries → Failed after 0 retries  (retries)\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("Plan: 0 rescued, 0 lost, 0 → Pending, 30 retried differently; 30 of 60 jobs change.\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("  candidate: category changes: none → s-exit-4-main-889e00a5 90, none → boom 30\n"),
+        "{text}"
+    );
+    // Each signature's runs are decided by its own rule of the proposal.
+    let jsonl = retryctl(dir)
+        .args(["simulate", "-f", &proposal, "--history", &week, "-o", "jsonl"])
+        .output()
+        .unwrap();
+    assert_eq!(jsonl.status.code(), Some(0), "{}", format_output(&jsonl));
+    let mut decided = std::collections::BTreeSet::new();
+    for line in String::from_utf8(jsonl.stdout).unwrap().lines() {
+        let job: Value = serde_json::from_str(line).unwrap();
+        let run = &job["runs"][0];
+        let kind = job["job"].as_str().unwrap().rsplit_once('-').unwrap().0.to_string();
+        decided.insert(format!("{kind} {} {} {}", run["category"], run["rule"], run["action"]));
+    }
+    assert_eq!(
+        decided.into_iter().collect::<Vec<_>>(),
+        [
+            "lock-3 \"boom\" \"suggested/0\" \"Retry\"",
+            "lock-4 \"s-exit-4-main-889e00a5\" \"suggested/1\" \"Fail\"",
+        ]
+    );
+}
+
+/// The same message and exit codes, and exit 4 is another signature's too in `main` (`boom:
+/// disk full`, which pays on its retry): an `onExitCodes` rule would take its runs, so the
+/// category the message's two signatures share retries both (the decision that loses no
+/// job), every format says so and why, and the written policy and the table agree.
 #[test]
 fn a_category_no_matcher_can_split_takes_the_decision_that_loses_no_job() {
     let home = temp_home();
     let dir = home.path();
-    let mut jobs = String::new();
-    let failed = |code: i64| json!({"node": "n1", "runFor": "60s", "containers": [{"name": "main", "exitCode": code, "message": "boom: lost the lock"}]});
-    for k in 0..30 {
-        let job = json!({"job": {"id": format!("a{k}"), "queue": "ml"}, "runs": [failed(3), {"node": "n2", "outcome": "succeeded"}]});
-        jobs.push_str(&format!("{job}\n"));
-    }
-    for k in 0..30 {
-        let job = json!({"job": {"id": format!("b{k}"), "queue": "ml"}, "runs": [failed(4), failed(4), failed(4)]});
-        jobs.push_str(&format!("{job}\n"));
-    }
-    std::fs::write(dir.join("h.jsonl"), jobs).unwrap();
-    std::fs::write(
-        dir.join("today.yaml"),
-        "apiVersion: armadaproject.io/v1beta1\nkind: RetryPolicy\nname: today\nretryLimit: 2\ndefaultAction: Retry\nrules:\n  - action: Retry\n    onCategory: boom\n---\napiVersion: armadaproject.io/v1beta1\nkind: Queue\nname: ml\npriorityFactor: 1\nretryPolicies: [today]\n",
-    )
-    .unwrap();
-    std::fs::write(
-        dir.join("executor.yaml"),
-        "errorCategories:\n  enabled: true\n  categories:\n    - name: boom\n      action: Delete\n      rules:\n        - onTerminationMessage: {pattern: \"boom\"}\n",
-    )
-    .unwrap();
-    let (h, today, executor) = (p(dir, "h.jsonl"), p(dir, "today.yaml"), p(dir, "executor.yaml"));
-    let run = |extra: &[&str]| {
-        let args = [
-            &[
-                "suggest",
-                "--history",
-                &h,
-                "--queue",
-                "ml",
-                "--baseline",
-                &today,
-                "--categorizer",
-                &executor,
-                "--min-trials",
-                "10",
-            ][..],
-            extra,
-        ]
-        .concat();
-        retryctl(dir).args(args).output().unwrap()
-    };
+    let run = |extra: &[&str]| suggest_exit_codes(dir, "week-shared.jsonl", extra);
     let table = run(&[]);
     assert_eq!(table.status.code(), Some(0), "{}", format_output(&table));
     let text = String::from_utf8_lossy(&table.stdout);
-    let category = text
-        .split('`')
-        .find(|w| w.starts_with("s-boom-lost-the-lock-"))
-        .expect("a new category")
-        .to_string();
+    let category = "s-boom-lost-the-lock-4279ceea";
     // The exit-4 signature is retried with its category: the cell says what the policy does.
     assert!(
         text.contains(&format!(
@@ -75,11 +177,11 @@ fn a_category_no_matcher_can_split_takes_the_decision_that_loses_no_job() {
         "{text}"
     );
     assert!(
-        text.contains(&format!("  category `{category}` stands for exit:3@main \"boom: lost the lock\", exit:4@main \"boom: lost the lock\":\n    no one matcher tells them apart (a rule has one matcher), so it retries them all, the decision that loses no job\n")),
+        text.contains(&format!("  category `{category}` stands for exit:3@main \"boom: lost the lock\", exit:4@main \"boom: lost the lock\":\n    no one matcher tells them apart (a rule has one matcher, and no exit code splits them: exit:4@main \"boom:\n    lost the lock\" shares exit code 4 in container `main` with exit:4@main \"boom: disk full\"), so it retries them all, the decision that loses no job\n")),
         "{text}"
     );
     assert!(
-        text.contains("  1 rule of its own (1 Retry, 0 Fail), then 1 rule kept from today.\n"),
+        text.contains("  2 rules of its own (2 Retry, 0 Fail), then 1 rule kept from today.\n"),
         "{text}"
     );
     // No job of today's is lost: the shared category retries them all, as today.
@@ -88,19 +190,108 @@ fn a_category_no_matcher_can_split_takes_the_decision_that_loses_no_job() {
     let v: Value = serde_json::from_slice(&run(&["-o", "json"]).stdout).unwrap();
     assert_eq!(
         v["suggest"]["proposal"]["merged"],
-        json!([{"category": category, "signatures": ["exit:3@main \"boom: lost the lock\"", "exit:4@main \"boom: lost the lock\""]}])
+        json!([{"category": category, "signatures": ["exit:3@main \"boom: lost the lock\"", "exit:4@main \"boom: lost the lock\""],
+            "unsplit": [{"signature": "exit:4@main \"boom: lost the lock\"", "reason": "sharedExitCode", "container": "main", "exitCode": 4, "sharedWith": "exit:4@main \"boom: disk full\""}]}])
     );
-    // The written policy has the one Retry rule on the shared category.
+    // The written policy has the one Retry rule on the shared category, and no exit code's.
     let policy = String::from_utf8(run(&["-o", "policy"]).stdout).unwrap();
     assert!(
         policy.contains(&format!("  - action: Retry\n    onCategory: \"{category}\"\n")),
         "{policy}"
     );
     assert!(!policy.contains("action: Fail"), "{policy}");
+    assert!(!policy.contains("onExitCodes"), "{policy}");
+    let words = "no one matcher tells them apart (a rule has one matcher, and no exit code splits them: exit:4@main \"boom: lost the lock\" shares exit code 4 in container `main` with exit:4@main \"boom: disk full\")";
     let md = String::from_utf8(run(&["-o", "markdown"]).stdout).unwrap();
-    assert!(md.contains("no one matcher tells them apart"), "{md}");
+    assert!(md.contains(&words.replace('`', "\\`")) || md.contains(words), "{md}");
     let html = String::from_utf8(run(&["-o", "html"]).stdout).unwrap();
-    assert!(html.contains("no one matcher tells them apart"), "{html}");
+    assert!(
+        html.contains(&words.replace('"', "&quot;")) || html.contains(words),
+        "{html}"
+    );
+}
+
+/// Two queues sharing one executor config (`testdata/suggest/two-queues/`): `ml`'s exit 4
+/// never pays, so suggest splits it from `boom` by its exit code, and `batch`, which retries
+/// `boom` and whose exit-4 jobs pay on their retry, would lose them: the reject names
+/// `--keep-categorizer`, which proposes on today's categories only (`ml`'s futile category
+/// failed at once) and adopts, the executor config left as it is.
+#[test]
+fn keep_categorizer_is_the_way_past_a_split_that_costs_another_queue_its_jobs() {
+    let home = temp_home();
+    let dir = home.path();
+    let (week, current) = (
+        "testdata/suggest/two-queues/week.jsonl",
+        "testdata/suggest/two-queues/current/",
+    );
+    let executor = std::fs::read("testdata/suggest/two-queues/current/executor.yaml").unwrap();
+    let suggest = |extra: &[&str]| {
+        let args = [
+            &[
+                "suggest",
+                "--history",
+                week,
+                "--queue",
+                "ml",
+                "--baseline",
+                current,
+                "--min-trials",
+                "10",
+            ][..],
+            extra,
+        ]
+        .concat();
+        retryctl(dir).args(args).output().unwrap()
+    };
+    let rejected = suggest(&[]);
+    assert_eq!(rejected.status.code(), Some(1), "{}", format_output(&rejected));
+    let text = String::from_utf8_lossy(&rejected.stdout);
+    assert!(
+        text.contains("Verdict: reject (do not adopt): loses 10 jobs of queue batch today's policy saves (`batch-lock-4-00`, `batch-lock-4-01`, `batch-lock-4-02`, `batch-lock-4-03`, `batch-lock-4-04` and 5 more); hint: propose with --keep-categorizer to leave the executor config as it is (rules on today's categories only)\n"),
+        "{text}"
+    );
+    let kept = suggest(&["--keep-categorizer"]);
+    assert_eq!(kept.status.code(), Some(0), "{}", format_output(&kept));
+    let text = String::from_utf8_lossy(&kept.stdout);
+    for line in [
+        "  1 rule of its own (0 Retry, 1 Fail), then 1 rule kept from today.\n",
+        "  candidate: category changes: none → boom 120, none → futile 90\n",
+        "Verdict: adopt (a change worth making): 0 rescued, 0 lost; retries +0 −60; run hours -1.0\n",
+        "Write the proposal:  retryctl suggest --history testdata/suggest/two-queues/week.jsonl --queue ml --baseline testdata/suggest/two-queues/current/ --min-trials 10 --keep-categorizer -o policy > suggested.yaml\n",
+    ] {
+        assert!(text.contains(line), "{line}\n{text}");
+    }
+    assert!(!text.contains("cluster-wide"), "{text}");
+    // The policy alone changes: no new category, the one in use untouched.
+    let policy = suggest(&["--keep-categorizer", "-o", "policy"]);
+    assert_eq!(policy.status.code(), Some(0), "{}", format_output(&policy));
+    let written = String::from_utf8(policy.stdout).unwrap();
+    assert!(
+        written.starts_with(
+            "# verdict: adopt (a change worth making): 0 rescued, 0 lost; retries +0 −60; run hours -1.0\n"
+        ),
+        "{written}"
+    );
+    assert!(!written.contains("s-exit-4"), "{written}");
+    assert!(
+        written.contains("  - action: Fail\n    onCategory: \"futile\"\n"),
+        "{written}"
+    );
+    assert_eq!(
+        std::fs::read("testdata/suggest/two-queues/current/executor.yaml").unwrap(),
+        executor
+    );
+    // The executor config is left as it is: no file of it is written.
+    let out = dir.join("executor-suggested.yaml");
+    let refused = suggest(&["--keep-categorizer", "--executor-config", out.to_str().unwrap()]);
+    assert_eq!(refused.status.code(), Some(2), "{}", format_output(&refused));
+    assert!(
+        String::from_utf8_lossy(&refused.stderr)
+            .starts_with("error: the argument '--keep-categorizer' cannot be used with '--executor-config <FILE>'"),
+        "{}",
+        format_output(&refused)
+    );
+    assert!(!out.exists());
 }
 
 fn p(dir: &Path, name: &str) -> String {
@@ -205,7 +396,7 @@ fn a_split_another_queue_retries_on_is_rejected_naming_the_queue() {
     );
     assert!(text.contains("\n  queue batch: 0 rescued, 10 lost, 0 → Pending; 10 of 10 jobs change\n  queue ml: 0 rescued, 0 lost, 0 → Pending; 190 of 1199 jobs change\n"), "{text}");
     assert!(
-        text.contains("Verdict: reject (do not adopt): loses 10 jobs of queue batch today's policy saves (`01m7zzbatch00`, `01m7zzbatch01`, `01m7zzbatch02`, `01m7zzbatch03`, `01m7zzbatch04` and 5 more)\n"),
+        text.contains("Verdict: reject (do not adopt): loses 10 jobs of queue batch today's policy saves (`01m7zzbatch00`, `01m7zzbatch01`, `01m7zzbatch02`, `01m7zzbatch03`, `01m7zzbatch04` and 5 more); hint: propose with --keep-categorizer to leave the executor config as it is (rules on today's categories only)\n"),
         "{text}"
     );
     assert!(
@@ -398,6 +589,87 @@ fn a_baseline_the_record_contradicts_rejects_and_recommends_nothing() {
     );
 }
 
+/// A rejected proposal is not applied by accident: `apply -f` of the file `suggest -o policy`
+/// wrote headed `# verdict: reject` refuses (exit 1) with the verdict's reasons and sends
+/// nothing (a `get` after it lists today's policies alone), dry run, `--categorizer` or not;
+/// `--force` applies it, saying so.
+#[test]
+fn apply_refuses_a_proposal_suggest_rejected_unless_forced() {
+    let home = temp_home();
+    let dir = home.path();
+    let (current, week) = (two_queues(dir, false), two_queue_week(dir));
+    let config = dir.join("executor-suggested.yaml");
+    let suggest = suggest_ml(
+        dir,
+        &week,
+        &current,
+        &["-o", "policy", "--executor-config", config.to_str().unwrap()],
+    );
+    assert_eq!(suggest.status.code(), Some(1), "{}", format_output(&suggest));
+    std::fs::write(dir.join("suggested.yaml"), &suggest.stdout).unwrap();
+    let server = crate::serve_process::spawn(&["--listen", "127.0.0.1:0", "--in-memory", "--dialect", "upstream"]);
+    let run = |args: &[&str]| {
+        retryctl(dir)
+            .current_dir(dir)
+            .env("ARMADA_URL", &server.url)
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let today = run(&["apply", "-f", &format!("{current}policies.yaml")]);
+    assert_eq!(today.status.code(), Some(0), "{}", format_output(&today));
+    let policies = || {
+        let get = run(&["get", "retrypolicies"]);
+        assert_eq!(get.status.code(), Some(0), "{}", format_output(&get));
+        String::from_utf8(get.stdout).unwrap()
+    };
+    let before = policies();
+    assert_eq!(
+        before,
+        "NAME          RETRY LIMIT   DEFAULT   RULES\nbatch-today   3             Fail      1\nml-today      3             Retry     2\n"
+    );
+    let refused = "note: skipped `suggested.yaml` document 1: the executor's categorizer config is not a server resource; it goes in the executor's config (`errorCategories`)\n\
+        error: `suggested.yaml` is a proposal suggest rejected: loses 10 jobs of queue batch today's policy saves \
+        (`01m7zzbatch00`, `01m7zzbatch01`, `01m7zzbatch02`, `01m7zzbatch03`, `01m7zzbatch04` and 5 more); hint: propose with --keep-categorizer to leave the executor config as it is \
+        (rules on today's categories only); --force to apply it\n";
+    for args in [
+        &["apply", "-f", "suggested.yaml"][..],
+        &[
+            "apply",
+            "-f",
+            "suggested.yaml",
+            "--categorizer",
+            "executor-suggested.yaml",
+        ],
+        &["apply", "-f", "suggested.yaml", "--dry-run"],
+    ] {
+        let out = run(args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {}", format_output(&out));
+        assert_eq!(String::from_utf8_lossy(&out.stderr), refused, "{args:?}");
+        assert!(out.stdout.is_empty(), "{args:?}: {}", format_output(&out));
+        assert_eq!(policies(), before, "{args:?} wrote to the server");
+    }
+    let forced = run(&[
+        "apply",
+        "-f",
+        "suggested.yaml",
+        "--categorizer",
+        "executor-suggested.yaml",
+        "--force",
+    ]);
+    assert_eq!(forced.status.code(), Some(0), "{}", format_output(&forced));
+    assert_eq!(
+        String::from_utf8_lossy(&forced.stderr),
+        "note: skipped `suggested.yaml` document 1: the executor's categorizer config is not a server resource; it goes in the executor's config (`errorCategories`)\n\
+         warning: `suggested.yaml` is a proposal suggest rejected; applied as --force asks\n"
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&forced.stdout),
+        "retrypolicy/suggested created\nqueue/ml created\n"
+    );
+    drop(server);
+}
+
 /// The two halves, in order: a policy naming a category the executor's config does not
 /// assign is refused by `apply --categorizer` (exit 1, nothing sent) until the config that
 /// assigns it is the one given; `validate --upstream` says once that without one the
@@ -425,10 +697,12 @@ fn apply_refuses_a_policy_before_its_categories_are_rolled_out() {
     assert!(written.contains("application:\n  clusterId: ml-gpu-a\n"), "{written}");
     assert!(!written.contains("not a server resource"), "{written}");
     let server = crate::serve_process::spawn(&["--listen", "127.0.0.1:0", "--in-memory", "--dialect", "upstream"]);
+    // The proposal is rejected (the check of the test above): `--force` so that the categories
+    // are what is checked here.
     let apply = |categorizer: &str| {
         retryctl(dir)
             .env("ARMADA_URL", &server.url)
-            .args(["apply", "-f"])
+            .args(["apply", "--force", "-f"])
             .arg(&proposal)
             .args(["--categorizer", categorizer])
             .output()

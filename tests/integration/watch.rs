@@ -25,9 +25,9 @@ use serde_json::Value;
 use crate::support::pg::{self, OwnCluster};
 use crate::support::{format_output, lookout_rows, retryctl, root, temp_home, Missing};
 
-const WEEK: &str = "testdata/route/week.jsonl";
-const CURRENT: &str = "testdata/route/current";
-const CANDIDATE: &str = "testdata/route/suggested.yaml";
+pub(crate) const WEEK: &str = "testdata/route/week.jsonl";
+pub(crate) const CURRENT: &str = "testdata/route/current";
+pub(crate) const CANDIDATE: &str = "testdata/route/suggested.yaml";
 
 /// The flags of every watch here but `--state`, the DSN and `--poll` (300ms unless a test
 /// gives its own): an address of its own, the week in reach.
@@ -43,19 +43,19 @@ const FLAGS: [&str; 8] = [
 ];
 
 /// How long any one wait lasts at most.
-const LIMIT: Duration = Duration::from_secs(90);
+pub(crate) const LIMIT: Duration = Duration::from_secs(90);
 
 /// A `retryctl watch` child; its stderr collected line by line in the background.
-struct Watch {
-    child: Child,
-    url: String,
+pub(crate) struct Watch {
+    pub(crate) child: Child,
+    pub(crate) url: String,
     lines: Arc<Mutex<Vec<String>>>,
 }
 
 /// Sets SIGTERM and SIGINT to their default action and unblocks every signal, in the child
 /// before it runs: a runner started with them ignored (`nohup`) or blocked would make the
 /// signal tests pass or hang for the runner's sake.
-fn default_signals(cmd: &mut Command) {
+pub(crate) fn default_signals(cmd: &mut Command) {
     use std::os::unix::process::CommandExt;
     // SAFETY: signal and sigprocmask are async-signal-safe, as pre_exec requires; the set
     // is a local initialised by sigemptyset.
@@ -71,7 +71,7 @@ fn default_signals(cmd: &mut Command) {
     }
 }
 
-fn command(home: &Path, dsn: &str, state: &Path, extra: &[&str]) -> Command {
+pub(crate) fn command_for(home: &Path, dsn: &str, state: &Path, extra: &[&str]) -> Command {
     let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("retryctl"));
     cmd.current_dir(root())
         .env_clear()
@@ -97,8 +97,13 @@ fn command(home: &Path, dsn: &str, state: &Path, extra: &[&str]) -> Command {
 
 impl Watch {
     /// Starts watch on `dsn` with `--state STATE`, and waits for its start-up line.
-    fn start(home: &Path, dsn: &str, state: &Path, extra: &[&str]) -> Watch {
-        let mut child = command(home, dsn, state, extra).spawn().expect("retryctl watch starts");
+    pub(crate) fn start(home: &Path, dsn: &str, state: &Path, extra: &[&str]) -> Watch {
+        Watch::spawn(command_for(home, dsn, state, extra))
+    }
+
+    /// Starts `cmd` (a `command_for`), and waits for its start-up line.
+    pub(crate) fn spawn(mut cmd: Command) -> Watch {
+        let mut child = cmd.spawn().expect("retryctl watch starts");
         let lines = Arc::new(Mutex::new(Vec::new()));
         let (first_tx, first) = std::sync::mpsc::channel::<String>();
         let sink = lines.clone();
@@ -109,11 +114,12 @@ impl Watch {
                 sink.lock().unwrap().push(line);
             }
         });
-        // Notes may come first (a state resumed); the start-up line names the address.
+        // Notes may come first (a state resumed, the scheduler's settings assumed); the
+        // start-up line names the address.
         let deadline = Instant::now() + LIMIT;
         let line = loop {
             match first.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
-                Ok(line) if line.starts_with("note: ") => continue,
+                Ok(line) if line.starts_with("note: ") || line.starts_with("scheduler: ") => continue,
                 Ok(line) => break line,
                 Err(_) => {
                     let _ = child.kill();
@@ -133,22 +139,22 @@ impl Watch {
         Watch { child, url, lines }
     }
 
-    fn log(&self) -> String {
+    pub(crate) fn log(&self) -> String {
         self.lines.lock().unwrap().join("\n")
     }
 
-    fn get(&self, path: &str) -> (u16, String) {
+    pub(crate) fn get(&self, path: &str) -> (u16, String) {
         get(&format!("{}{path}", self.url))
     }
 
-    fn metrics(&self) -> Metrics {
+    pub(crate) fn metrics(&self) -> Metrics {
         let (status, text) = self.get("/metrics");
         assert_eq!(status, 200, "{text}");
         Metrics::parse(&text)
     }
 
     /// Waits until `what` holds of a scrape, and returns that scrape.
-    fn until(&mut self, what: &str, holds: impl Fn(&Metrics) -> bool) -> Metrics {
+    pub(crate) fn until(&mut self, what: &str, holds: impl Fn(&Metrics) -> bool) -> Metrics {
         let deadline = Instant::now() + LIMIT;
         loop {
             let m = self.metrics();
@@ -169,7 +175,7 @@ impl Watch {
     }
 
     /// Waits until `/healthz` answers `status`.
-    fn health(&mut self, status: u16) -> String {
+    pub(crate) fn health(&mut self, status: u16) -> String {
         let deadline = Instant::now() + LIMIT;
         loop {
             let (got, body) = self.get("/healthz");
@@ -186,7 +192,7 @@ impl Watch {
     }
 
     /// Sends `signal` and waits for the exit: its code and how long it took.
-    fn signal(mut self, signal: &str) -> (Option<i32>, Duration, String) {
+    pub(crate) fn signal(mut self, signal: &str) -> (Option<i32>, Duration, String) {
         let sent = Instant::now();
         let st = Command::new("kill")
             .args([&format!("-{signal}"), &self.child.id().to_string()])
@@ -218,7 +224,7 @@ impl Drop for Watch {
     }
 }
 
-fn get(url: &str) -> (u16, String) {
+pub(crate) fn get(url: &str) -> (u16, String) {
     let client = reqwest::blocking::Client::builder()
         .timeout(Duration::from_secs(120))
         .build()
@@ -228,13 +234,13 @@ fn get(url: &str) -> (u16, String) {
 }
 
 /// A scrape: every series (`name{labels}` as written) and its value, and the text.
-struct Metrics {
-    series: BTreeMap<String, f64>,
-    text: String,
+pub(crate) struct Metrics {
+    pub(crate) series: BTreeMap<String, f64>,
+    pub(crate) text: String,
 }
 
 impl Metrics {
-    fn parse(text: &str) -> Metrics {
+    pub(crate) fn parse(text: &str) -> Metrics {
         let series = text
             .lines()
             .filter(|l| !l.starts_with('#') && !l.is_empty())
@@ -250,7 +256,7 @@ impl Metrics {
     }
 
     /// The sum of the family's series whose labels include every `labels` (`k="v"`).
-    fn sum(&self, family: &str, labels: &[&str]) -> f64 {
+    pub(crate) fn sum(&self, family: &str, labels: &[&str]) -> f64 {
         self.series
             .iter()
             .filter(|(k, _)| k == &family || k.starts_with(&format!("{family}{{")))
@@ -261,7 +267,7 @@ impl Metrics {
 
     /// The counters alone (not the gauges, not the poll errors, which differ by how the
     /// process ran), for comparing two watches.
-    fn counted(&self) -> BTreeMap<String, f64> {
+    pub(crate) fn counted(&self) -> BTreeMap<String, f64> {
         self.series
             .iter()
             .filter(|(k, _)| k.contains("_total") && !k.contains("poll_errors"))
@@ -269,13 +275,13 @@ impl Metrics {
             .collect()
     }
 
-    fn jobs(&self) -> f64 {
+    pub(crate) fn jobs(&self) -> f64 {
         self.sum("retryctl_watch_jobs_total", &[])
     }
 }
 
 /// The week's lines.
-fn week() -> Vec<String> {
+pub(crate) fn week() -> Vec<String> {
     std::fs::read_to_string(root().join(WEEK))
         .unwrap()
         .lines()
@@ -287,11 +293,11 @@ fn week() -> Vec<String> {
 /// Loads `lines` as Lookout's rows, their jobs reaching their terminal state `ago` before the
 /// database's now (as Lookout's ingester stamps a job it just heard of), in one transaction: a
 /// poll never sees them with the time the rows were first written with.
-fn arrive(client: &mut postgres::Client, lines: &[String], ago: &str) {
+pub(crate) fn arrive(client: &mut postgres::Client, lines: &[String], ago: &str) {
     lookout_rows::load_ended(client, &(lines.join("\n") + "\n"), "", Some(ago));
 }
 
-fn state_file(home: &Path) -> PathBuf {
+pub(crate) fn state_file(home: &Path) -> PathBuf {
     home.join("watch.json")
 }
 
@@ -372,7 +378,7 @@ fn a_sigkill_between_polls_and_a_restart_count_nothing_twice() {
 }
 
 /// `simulate ARGS -o json --lookout-db DSN --queue ml --since 30d`'s record.
-fn simulate(home: &Path, dsn: &str, args: &[&str]) -> Value {
+pub(crate) fn simulate(home: &Path, dsn: &str, args: &[&str]) -> Value {
     let out = retryctl(home)
         .arg("simulate")
         .args(args)
@@ -392,43 +398,71 @@ fn the_counters_over_a_window_are_simulate_baselines_numbers() {
     // As Lookout holds them: each job's last transition at its submission (lookout_rows).
     lookout_rows::load(&mut db, &(lines.join("\n") + "\n"), "");
     let home = temp_home();
+    // Two candidates, each compared with today's policy as `simulate --baseline` compares it:
+    // the README's proposal, and the same with one retry.
+    let one = home.path().join("one-retry.yaml");
+    let text = std::fs::read_to_string(root().join(CANDIDATE)).unwrap();
+    std::fs::write(&one, text.replace("retryLimit: 3", "retryLimit: 1")).unwrap();
+    let one = one.to_str().unwrap().to_string();
     // `/report`'s window covers the week too (the last transitions are its submissions).
-    let mut w = Watch::start(home.path(), &db.dsn, &state_file(home.path()), &["--window", "30d"]);
-    let m = w.until("the week", |m| m.jobs() == lines.len() as f64);
-    let plan = simulate(home.path(), &db.dsn, &["-f", CANDIDATE, "--baseline", CURRENT]);
-    let c = &plan["comparison"];
-    let shadow = |change: &str| m.sum("retryctl_watch_shadow_jobs_total", &[&format!("change=\"{change}\"")]);
-    let n = |v: &Value| v.as_f64().unwrap();
-    assert_eq!(shadow("rescued"), n(&c["transitions"]["rescued"]));
-    assert_eq!(shadow("lost"), n(&c["transitions"]["lost"]));
-    assert_eq!(shadow("pending"), n(&c["transitions"]["toPending"]));
-    assert_eq!(
-        shadow("retried_differently"),
-        n(&c["transitions"]["other"]) + n(&c["transitions"]["retriesOnly"])
+    let mut w = Watch::start(
+        home.path(),
+        &db.dsn,
+        &state_file(home.path()),
+        &["-f", &one, "--window", "30d"],
     );
-    assert_eq!(shadow("same"), n(&c["unchanged"]));
-    assert_eq!(m.jobs(), n(&c["jobs"]));
-    // The week has changes of every sign, so that the equalities above are not of zeros.
-    assert!(n(&c["changed"]) > 0.0 && shadow("same") > 0.0, "{c}");
-    let gpu = |direction: &str| {
-        m.sum(
-            "retryctl_watch_shadow_gpu_seconds_total",
-            &[&format!("direction=\"{direction}\"")],
-        )
-    };
-    for (direction, hours) in [
-        ("saved", &c["compute"]["gpuHours"]["removed"]),
-        ("added", &c["compute"]["gpuHours"]["added"]),
-    ] {
-        let (seconds, hours) = (gpu(direction), n(hours));
-        assert!(
-            (seconds / 3600.0 - hours).abs() <= 1e-9 * hours.max(1.0),
-            "{direction}: {seconds} s against {hours} h"
+    let m = w.until("the week", |m| m.jobs() == lines.len() as f64);
+    let n = |v: &Value| v.as_f64().unwrap();
+    for (file, name) in [(CANDIDATE, "suggested.yaml"), (one.as_str(), "one-retry.yaml")] {
+        let plan = simulate(home.path(), &db.dsn, &["-f", file, "--baseline", CURRENT]);
+        let c = &plan["comparison"];
+        let candidate = format!("candidate=\"{name}\"");
+        let shadow = |change: &str| {
+            m.sum(
+                "retryctl_watch_shadow_jobs_total",
+                &[&candidate, &format!("change=\"{change}\"")],
+            )
+        };
+        assert_eq!(shadow("rescued"), n(&c["transitions"]["rescued"]), "{name}");
+        assert_eq!(shadow("lost"), n(&c["transitions"]["lost"]), "{name}");
+        assert_eq!(shadow("pending"), n(&c["transitions"]["toPending"]), "{name}");
+        assert_eq!(
+            shadow("retried_differently"),
+            n(&c["transitions"]["other"]) + n(&c["transitions"]["retriesOnly"]),
+            "{name}"
         );
+        assert_eq!(shadow("same"), n(&c["unchanged"]), "{name}");
+        assert_eq!(m.jobs(), n(&c["jobs"]));
+        // The week has changes of every sign, so that the equalities above are not of zeros.
+        assert!(n(&c["changed"]) > 0.0 && shadow("same") > 0.0, "{c}");
+        let gpu = |direction: &str| {
+            m.sum(
+                "retryctl_watch_shadow_gpu_seconds_total",
+                &[&candidate, &format!("direction=\"{direction}\"")],
+            )
+        };
+        // What the candidate does not start is saved, or left out of a job it loses.
+        for (seconds, hours) in [
+            (gpu("saved") + gpu("lost"), &c["compute"]["gpuHours"]["removed"]),
+            (gpu("added"), &c["compute"]["gpuHours"]["added"]),
+        ] {
+            let hours = n(hours);
+            assert!(
+                (seconds / 3600.0 - hours).abs() <= 1e-9 * hours.max(1.0),
+                "{name}: {seconds} s against {hours} h"
+            );
+        }
+        assert!(gpu("saved") > 0.0, "{}", m.text);
     }
-    assert!(gpu("saved") > 0.0, "{}", m.text);
-    // Today's side: `simulate` of today's policy alone, with its categorizer.
-    let today = simulate(home.path(), &db.dsn, &["-f", CURRENT]);
+    todays_side_is_simulates(home.path(), &db.dsn, &m, &lines);
+    the_verdict_and_the_report(home.path(), &db.dsn, &mut w, &m);
+}
+
+/// Today's side of the window's counters: `simulate` of today's policy alone, with its
+/// categorizer, and the outcomes as the rows were written.
+fn todays_side_is_simulates(home: &Path, dsn: &str, m: &Metrics, lines: &[String]) {
+    let n = |v: &Value| v.as_f64().unwrap();
+    let today = simulate(home, dsn, &["-f", CURRENT]);
     let s = &today["summary"];
     let by_rule: BTreeMap<String, f64> = s["retriesByRule"]
         .as_object()
@@ -458,7 +492,7 @@ fn the_counters_over_a_window_are_simulate_baselines_numbers() {
     );
     // The recorded outcomes: each job's last run, as the rows were written.
     let mut outcomes = BTreeMap::<&str, f64>::new();
-    for l in &lines {
+    for l in lines {
         let v: Value = serde_json::from_str(l).unwrap();
         let last = v["runs"].as_array().unwrap().last().unwrap()["outcome"].clone();
         *outcomes
@@ -476,10 +510,31 @@ fn the_counters_over_a_window_are_simulate_baselines_numbers() {
             "{outcome}"
         );
     }
-    // /report is simulate's page of the same plan.
+}
+
+/// Each candidate's verdict over the window, and `/report`: simulate's page of the same plan.
+fn the_verdict_and_the_report(home: &Path, dsn: &str, w: &mut Watch, m: &Metrics) {
+    // Each candidate's verdict over the window, as suggest judges it: the README's proposal
+    // in suggest's own words and numbers on the same week.
+    let verdict = |name: &str, v: &str| {
+        m.sum(
+            "retryctl_watch_shadow_verdict",
+            &[&format!("candidate=\"{name}\""), &format!("verdict=\"{v}\"")],
+        )
+    };
+    assert_eq!(verdict("suggested.yaml", "adopt"), 1.0, "{}", m.text);
+    assert_eq!(
+        verdict("suggested.yaml", "reject") + verdict("suggested.yaml", "keep"),
+        0.0
+    );
+    // /report is simulate's page of the same plan, headed by the verdict.
     let (status, page) = w.get("/report");
     assert_eq!(status, 200, "{page}");
-    let out = retryctl(home.path())
+    assert!(
+        page.contains("<p class=\"sub\"><strong>Verdict over the last 30d: adopt (a change worth making): 0 rescued, 0 lost; retries +0 −570; GPU-hours -6.2</strong></p>"),
+        "{page}"
+    );
+    let out = retryctl(home)
         .args([
             "simulate",
             "-f",
@@ -487,7 +542,7 @@ fn the_counters_over_a_window_are_simulate_baselines_numbers() {
             "--baseline",
             CURRENT,
             "--lookout-db",
-            &db.dsn,
+            dsn,
             "--queue",
             "ml",
         ])
@@ -503,7 +558,7 @@ fn the_counters_over_a_window_are_simulate_baselines_numbers() {
     let (status, body) = w.get("/report?candidate=nope");
     assert_eq!(
         (status, body.as_str()),
-        (404, "no candidate `nope` (watched: suggested.yaml)\n")
+        (404, "no candidate `nope` (watched: suggested.yaml, one-retry.yaml)\n")
     );
     // The text format as Prometheus' own tool reads it.
     promtool_check_metrics(&m.text);
@@ -523,7 +578,7 @@ fn promtool() -> Option<PathBuf> {
     None
 }
 
-fn promtool_check_metrics(text: &str) {
+pub(crate) fn promtool_check_metrics(text: &str) {
     let Some(promtool) = promtool() else { return };
     let mut child = Command::new(promtool)
         .args(["check", "metrics"])
@@ -545,15 +600,6 @@ fn promtool_check_metrics(text: &str) {
         "{}",
         format_output(&out)
     );
-}
-
-/// deploy/watch/prometheusrule.yaml's `spec` (its rule groups) as a rules file in `dir`.
-fn rules_file(dir: &Path) -> PathBuf {
-    let text = std::fs::read_to_string(root().join("deploy/watch/prometheusrule.yaml")).unwrap();
-    let rule: serde_yaml::Value = serde_yaml::from_str(&text).unwrap();
-    let file = dir.join("rules.yaml");
-    std::fs::write(&file, serde_yaml::to_string(&rule["spec"]).unwrap()).unwrap();
-    file
 }
 
 /// More jobs than a page (5,000): the week five times over, each copy's ids its own. The next
@@ -594,33 +640,62 @@ fn jobs_past_the_first_page_are_counted_once_as_simulate_counts_them() {
     assert_eq!(later.counted(), m.counted());
 }
 
+/// The rule groups of deploy/watch/rules.yaml, and the PrometheusRule's `spec`.
+fn rule_groups() -> (serde_yaml::Value, serde_yaml::Value) {
+    let read = |f: &str| -> serde_yaml::Value {
+        serde_yaml::from_str(&std::fs::read_to_string(root().join(f)).unwrap()).unwrap()
+    };
+    (
+        read("deploy/watch/rules.yaml"),
+        read("deploy/watch/prometheusrule.yaml")["spec"].clone(),
+    )
+}
+
+/// docs/watch.md's promtool lines, run as printed from the repository's root: the plain rule
+/// file checks, and its tests (a case for every alert, watch gone included) pass.
 #[test]
-fn the_alerts_pass_promtool_and_their_own_rule_tests() {
+fn the_alerts_pass_promtool_and_their_own_rule_tests_as_the_guide_prints_them() {
+    let (plain, operator) = rule_groups();
+    assert_eq!(
+        plain, operator,
+        "deploy/watch/rules.yaml and prometheusrule.yaml's spec differ"
+    );
+    let guide = std::fs::read_to_string(root().join("docs/watch.md")).unwrap();
+    for line in [
+        "promtool check rules deploy/watch/rules.yaml",
+        "promtool test rules deploy/watch/rules_test.yaml",
+    ] {
+        assert!(guide.contains(line), "docs/watch.md lacks `{line}`");
+    }
     let Some(promtool) = promtool() else { return };
-    let dir = tempfile::tempdir().unwrap();
-    let rules = rules_file(dir.path());
     let out = Command::new(&promtool)
-        .args(["check", "rules"])
-        .arg(&rules)
+        .args(["check", "rules", "deploy/watch/rules.yaml"])
+        .current_dir(root())
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", format_output(&out));
     assert!(
-        String::from_utf8_lossy(&out.stdout).contains("SUCCESS: 3 rules found"),
+        String::from_utf8_lossy(&out.stdout).contains("SUCCESS: 6 rules found"),
         "{}",
         format_output(&out)
     );
-    std::fs::copy(
-        root().join("deploy/watch/prometheusrule_test.yaml"),
-        dir.path().join("test.yaml"),
-    )
-    .unwrap();
     let out = Command::new(&promtool)
-        .args(["test", "rules", "test.yaml"])
-        .current_dir(dir.path())
+        .args(["test", "rules", "deploy/watch/rules_test.yaml"])
+        .current_dir(root())
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", format_output(&out));
+    // Every alert has a case of its own.
+    let tests = std::fs::read_to_string(root().join("deploy/watch/rules_test.yaml")).unwrap();
+    for group in plain["groups"].as_sequence().unwrap() {
+        for r in group["rules"].as_sequence().unwrap() {
+            let alert = r["alert"].as_str().unwrap();
+            assert!(
+                tests.contains(&format!("alertname: {alert}\n")),
+                "no promtool case for `{alert}`"
+            );
+        }
+    }
 }
 
 /// Every `retryctl_watch_…` name in `text`.
@@ -652,12 +727,11 @@ fn every_metric_an_alert_or_a_panel_names_is_one_watch_exports() {
         .filter_map(|l| l.strip_prefix("# TYPE "))
         .filter_map(|l| l.split(' ').next())
         .collect();
-    assert_eq!(exported.len(), 12, "{text}");
-    let rules = std::fs::read_to_string(root().join("deploy/watch/prometheusrule.yaml")).unwrap();
-    let rule: serde_yaml::Value = serde_yaml::from_str(&rules).unwrap();
+    assert_eq!(exported.len(), 17, "{text}");
+    let (rule, _) = rule_groups();
     let mut named = Vec::new();
     let mut alerts = Vec::new();
-    for group in rule["spec"]["groups"].as_sequence().unwrap() {
+    for group in rule["groups"].as_sequence().unwrap() {
         for r in group["rules"].as_sequence().unwrap() {
             alerts.push(r["alert"].as_str().unwrap().to_string());
             named.extend(names_in(r["expr"].as_str().unwrap()));
@@ -665,7 +739,7 @@ fn every_metric_an_alert_or_a_panel_names_is_one_watch_exports() {
     }
     // docs/watch.md quotes each alert's PromQL as the file holds it.
     let guide = std::fs::read_to_string(root().join("docs/watch.md")).unwrap();
-    for group in rule["spec"]["groups"].as_sequence().unwrap() {
+    for group in rule["groups"].as_sequence().unwrap() {
         for r in group["rules"].as_sequence().unwrap() {
             let expr = r["expr"].as_str().unwrap();
             assert!(
@@ -674,13 +748,16 @@ fn every_metric_an_alert_or_a_panel_names_is_one_watch_exports() {
             );
         }
     }
-    assert!(
-        alerts.contains(&"RetryctlFutileRetryGPUHoursHigh".to_string()),
-        "{alerts:?}"
-    );
-    assert!(
-        alerts.contains(&"RetryctlShadowCandidateLosesJobs".to_string()),
-        "{alerts:?}"
+    assert_eq!(
+        alerts,
+        [
+            "RetryctlFutileRetryGPUHoursHigh",
+            "RetryctlShadowCandidateLosesJobs",
+            "RetryctlShadowVerdictReject",
+            "RetryctlBaselineContradicted",
+            "RetryctlWatchNotPolling",
+            "RetryctlWatchDown",
+        ]
     );
     let dashboard: Value =
         serde_json::from_str(&std::fs::read_to_string(root().join("deploy/watch/dashboard.json")).unwrap()).unwrap();
@@ -996,4 +1073,26 @@ fn a_page_reads_its_span_and_only_the_jobs_its_keys_named() {
         }
     }
     assert_eq!(read, named);
+}
+
+/// watch's start-up log says which scheduler settings it assumed for today's Armada (the
+/// route's documents are v1beta1: the upstream engine), first, before the line naming its
+/// address; given `--scheduler-config`, nothing is assumed and nothing said.
+#[test]
+fn the_start_up_log_says_the_scheduler_settings_it_assumed() {
+    let home = temp_home();
+    let dead = format!("postgresql://lookout@127.0.0.1:{}/lookout", pg::free_port());
+    let w = Watch::start(home.path(), &dead, &state_file(home.path()), &[]);
+    // Every line before the start-up line is in the log by the time `start` returns.
+    let log = w.log();
+    assert_eq!(log.lines().next(), Some(crate::engines::SHIPPED), "{log}");
+    drop(w);
+    let given = Watch::start(
+        home.path(),
+        &dead,
+        &home.path().join("other.json"),
+        &crate::support::UPSTREAM_SCHEDULER,
+    );
+    let log = given.log();
+    assert!(!log.contains("scheduler:"), "{log}");
 }

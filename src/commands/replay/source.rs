@@ -503,7 +503,7 @@ pub fn open(ctx: &mut Context, sides: &Sides, open: Open<'_>) -> anyhow::Result<
             } else if args.allow_empty {
                 (source, true)
             } else {
-                let named = format!("Lookout `{}`", crate::lookout::mask_dsn(dsn));
+                let named = format!("Lookout `{}`", crate::redact::redact_dsn(dsn));
                 let timeout = parse_timeout(&ctx.global.timeout)?;
                 return Err(no_job_in_lookout(&named, Some(dsn), timeout, &filter, nothing).into());
             }

@@ -68,8 +68,7 @@ use crate::replay::summary::Summary;
 
 use serde::{Deserialize, Serialize};
 
-mod shards;
-pub use shards::merge;
+pub mod shards;
 
 pub fn run(ctx: &mut Context, args: &SimulateArgs) -> anyhow::Result<ExitCode> {
     let spec = check(args)?;
@@ -166,14 +165,7 @@ fn drive<S: HistorySource>(
     };
     // `--allow-empty` on a history with no job: the table is the summary of 0 jobs, whatever
     // the source (a YAML file or stdin would print one table per job: none).
-    let run = SimulateRun::new(
-        args,
-        sim,
-        baseline.is_some(),
-        from,
-        source.bulk() || empty,
-        &sides.spec.incidents,
-    );
+    let run = SimulateRun::new(args, sides, sim, baseline.is_some(), from, source.bulk() || empty);
     let Ok(format) = Format::try_from(args.output) else {
         return write_partial(ctx, &run, sim, source, baseline, about, &options);
     };
@@ -242,16 +234,20 @@ pub struct SimulateRun {
     /// `--incidents`, `--incident`.
     #[serde(default, skip_serializing_if = "Setting::is_default")]
     pub incidents: Setting,
+    /// What the replay assumed of the scheduler, said on stderr (`Settings::assumed`): the
+    /// merge says it again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scheduler: Option<String>,
 }
 
 impl SimulateRun {
     fn new(
         args: &SimulateArgs,
+        sides: &Sides,
         sim: &Simulator,
         compare: bool,
         from: Baseline,
         bulk: bool,
-        incidents: &Setting,
     ) -> SimulateRun {
         SimulateRun {
             command: "simulate".into(),
@@ -265,7 +261,8 @@ impl SimulateRun {
             given: sim.given().to_vec(),
             backtest_at: args.replay.backtest_at.clone(),
             skip_invalid: args.replay.skip_invalid,
-            incidents: incidents.clone(),
+            incidents: sides.spec.incidents.clone(),
+            scheduler: sides.settings.assumed(),
         }
     }
 

@@ -31,7 +31,7 @@ use crate::replay::source::copy::{Again, Copy};
 use crate::replay::source::{Either, OneQueue};
 use crate::suggest::check::RuleCheck;
 use crate::suggest::queues::ByQueue;
-use crate::suggest::verdict::{judge, Judged, Judgement, Later, Queues};
+use crate::suggest::verdict::{judge_letting_run, Judged, Judgement, Later, Queues};
 
 use super::learn::{spool_test, Pass1};
 use super::{History, Suggest, NOTHING};
@@ -284,19 +284,19 @@ pub(super) fn judge_proposal(
         ),
         None => (whole.comparison.clone(), whole.lost_jobs.clone()),
     };
-    judge(
+    judge_letting_run(
         Judged {
             comparison: &learned,
             lost_jobs: &lost_jobs,
             // The whole record, learned and later jobs: it is what the cluster ran.
             explained: whole.comparison.explained.as_ref().map(|e| (e, max_contradictions)),
             queues,
-            unblocked,
         },
         backtest.map(|(_, tail)| Later {
             false_kills: tail.false_kills,
             false_kill_jobs: &tail.false_kill_jobs,
             gpu_hours_saved: tail.gpu_hours_saved,
         }),
+        unblocked,
     )
 }

@@ -15,6 +15,7 @@ use crate::commands::replay::checks::said_after_replay;
 use crate::engine::simulator::Simulator;
 use crate::engine::EngineKind;
 use crate::error::ExitCode;
+use crate::model::categorizer::Shape;
 use crate::model::duration::GoDuration;
 use crate::model::Action;
 use crate::output::mode::Baseline;
@@ -22,6 +23,7 @@ use crate::output::suggest::{self as view, Report};
 use crate::output::Format;
 use crate::suggest::check::RuleCheck;
 use crate::suggest::documents;
+use crate::suggest::exits::ExitCodes;
 use crate::suggest::incidents::{short_backoff, Found, Sensitive};
 use crate::suggest::nodes::suspects;
 use crate::suggest::propose::{propose, Defaults, NoRule, Proposed, Verdict};
@@ -62,7 +64,14 @@ impl Suggest {
         let estimates_backtest = self.backtest_estimates(&mut pass, &incidents.detected)?;
         let learned = &pass.learning.learned;
         let sorted = learned.sorted();
-        let made = self.propose_from(ctx, baseline, learned, &sorted, incidents.with.as_deref())?;
+        let made = self.propose_from(
+            ctx,
+            baseline,
+            learned,
+            &pass.learning.exits,
+            &sorted,
+            incidents.with.as_deref(),
+        )?;
         let (rules, default, proposal) = (&made.rules, &made.default, &made.proposal);
         // The categorizer is the cluster's: a proposal that changes it is compared on every
         // queue (docs/suggest.md "Every queue the change reaches").
@@ -177,7 +186,7 @@ impl Suggest {
             doc.finish(&mut *out, &report, &whole_cmp, backtest.as_ref(), &judgement)?;
         }
         if let (Some((path, format)), Some(u)) = (&self.executor_config, &proposal.upstream) {
-            write_executor_config(path, *format, &verdict, &u.executor_config())?;
+            write_executor_config(path, *format, &verdict, &u.executor_config(), u.shape)?;
         }
         let code = self.exit_status(ctx, &whole_cmp, &judgement)?;
         Ok(Concluded { code, every_queue })
@@ -190,6 +199,7 @@ impl Suggest {
         ctx: &mut Context,
         baseline: &Simulator,
         learned: &Learned,
+        exits: &ExitCodes,
         sorted: &[&'a SignatureStats],
         with: Option<&[SignatureStats]>,
     ) -> anyhow::Result<Made<'a>> {
@@ -203,7 +213,10 @@ impl Suggest {
             room,
             self.today_default(baseline),
         );
-        let (verdicts, rules, default) = (proposed.verdicts, proposed.rules, proposed.default);
+        let (mut verdicts, mut rules, default) = (proposed.verdicts, proposed.rules, proposed.default);
+        if self.run.keep_categorizer {
+            self.on_todays_categories(learned, &mut verdicts, &mut rules);
+        }
         // With incident windows: the same proposal with their runs counted, in the same order,
         // to tell which signatures they change.
         let sensitive = match with {
@@ -213,21 +226,26 @@ impl Suggest {
                     .iter()
                     .filter_map(|s| by_text.get(s.text.as_str()).copied())
                     .collect();
-                let with = propose(
+                let mut with = propose(
                     &with_sorted,
                     &self.knobs,
                     self.sides.engine,
                     room,
                     self.today_default(baseline),
                 );
+                if self.run.keep_categorizer {
+                    self.on_todays_categories(learned, &mut with.verdicts, &mut with.rules);
+                }
                 Sensitive::of(verdicts.iter().map(|(s, v)| (*s, v)), &with.verdicts)
             }
             None => Sensitive::default(),
         };
         // A signature whose every retry collided keeps its Retry, its category's pods
-        // deleted (upstream: the one change that lets its retries run).
+        // deleted (upstream: the one change that lets its retries run), unless
+        // `--keep-categorizer` changes no category's action.
         let collided: Vec<(String, u64)> = verdicts
             .iter()
+            .filter(|_| !self.run.keep_categorizer)
             .filter(|(_, v)| matches!(v, Verdict::None(NoRule::RetriesCollide)))
             .filter_map(|(s, _)| {
                 let (label, _) = s.seen.iter().max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0)))?;
@@ -235,7 +253,7 @@ impl Suggest {
             })
             .collect();
         let collide: Vec<String> = collided.iter().map(|(c, _)| c.clone()).collect();
-        let proposal = self.documents(baseline, learned, &rules, kept, &default, &collide)?;
+        let proposal = self.documents(baseline, learned, exits, &rules, kept, &default, &collide)?;
         // Those whose category's pods the proposal deletes can run.
         let deleted = |c: &str| {
             proposal
@@ -360,22 +378,33 @@ impl Suggest {
 /// `--executor-config FILE`: the proposed executor config alone, as deployed (docs/suggest.md
 /// "The two halves, in order"): the config file's shape, or the executor chart's values with
 /// it under `applicationConfig:` (`helm upgrade … -f FILE`), headed by the `verdict` comment
-/// line. Written beside FILE and renamed once whole, as `--output-file` is.
+/// line. Written beside FILE and renamed once whole, as `--output-file` is. The chart's
+/// values hold the executor's whole config, which reads its categories at
+/// `application.errorCategories`: a bare config (`errorCategories` at its top, `shape`) is
+/// that `application:` part, so it goes under `applicationConfig.application`.
 fn write_executor_config(
     path: &std::path::Path,
     format: ExecutorConfigFormat,
     verdict: &str,
     config: &str,
+    shape: Shape,
 ) -> anyhow::Result<()> {
     let text = match format {
         ExecutorConfigFormat::Config => format!("{verdict}{config}"),
         ExecutorConfigFormat::Helm => {
             let mut v =
                 format!("{verdict}# The executor chart's values: helm upgrade … -f this file.\napplicationConfig:\n");
+            let pad = match shape {
+                Shape::Executor => "  ",
+                Shape::Bare => {
+                    v.push_str("  application:\n");
+                    "    "
+                }
+            };
             for line in config.lines() {
                 match line.starts_with('#') || line.is_empty() {
                     true => v.push_str(&format!("{line}\n")),
-                    false => v.push_str(&format!("  {line}\n")),
+                    false => v.push_str(&format!("{pad}{line}\n")),
                 }
             }
             v

@@ -23,7 +23,7 @@ use crate::replay::shard::Shard;
 use crate::replay::sink::Message;
 use crate::replay::source::copy::{job_record, said_record, LastPlace, Places, Said};
 use crate::replay::source::{EveryQueue, HistorySource, OneQueue, Pos};
-use crate::suggest::learn::{learn_job, see_job, Learning, Placed, Unit};
+use crate::suggest::learn::{learn_job, note_exits, see_job, Learning, Placed, Unit};
 
 /// What pass 1 hands over: its counts, and what pass 2 reads or says.
 pub struct Pass1 {
@@ -128,6 +128,7 @@ pub fn learn<S: HistorySource>(
         // Every job's failed runs' times, whatever its queue: the incident windows are the
         // cluster's.
         see_job(&mut acc.unit, job.history, look.detect);
+        note_exits(&mut acc.unit, job.history);
         let placed = match ours {
             true => learn_job(&mut acc.unit, job.history, job.settings, job.origin, baseline, at, look),
             // Copied for pass 2, in the later jobs' copy too when it is one.

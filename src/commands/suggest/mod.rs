@@ -56,21 +56,30 @@ mod incidents;
 mod learn;
 mod next;
 mod proposal;
-mod shards;
-pub use shards::{merge, SuggestRun};
+mod run;
+pub mod shards;
+pub use run::SuggestRun;
 
 use learn::learn;
 
 pub fn run(ctx: &mut Context, args: &SuggestArgs) -> anyhow::Result<ExitCode> {
     let (knobs, spec) = check(args)?;
+    check_executor_config(args)?;
     let Some(sides) = resolve(ctx, spec)? else {
         return Ok(ExitCode::InvalidInput);
     };
+    refuse_design_baseline(&sides)?;
     if let (Some(path), EngineKind::Design) = (&args.executor_config, sides.engine) {
         return Err(CliError::usage(format!(
             "`--executor-config {}`: a proposal for the design engine has no executor config of its own; it is written for today's Armada (`--engine upstream`)",
             path.display()
         ))
+        .into());
+    }
+    if let (true, EngineKind::Design) = (args.keep_categorizer, sides.engine) {
+        return Err(CliError::usage(
+            "`--keep-categorizer`: a proposal for the design engine changes no executor config; it is for today's Armada (`--engine upstream`)",
+        )
         .into());
     }
     let replay_args = &args.replay;
@@ -109,6 +118,60 @@ pub fn run(ctx: &mut Context, args: &SuggestArgs) -> anyhow::Result<ExitCode> {
     end.finish(ctx, done.code)
 }
 
+/// A baseline in the design dialect for a proposal for today's Armada (docs/suggest.md "On
+/// today's Armada"): `--engine upstream`, or without `--engine` the deployed categorizer an
+/// executor's config (`application.errorCategories`: only today's Armada runs one) beside
+/// `armadaproject.io/v1` policies, which is what `get -o yaml` of today's Armada wrote before
+/// it wrote v1beta1 by default. Today's Armada stores none of those: refused (exit 2, as a
+/// rule the proposal cannot keep is) naming the file and the `get` that writes it right,
+/// before it could end in a rule the proposal cannot keep or a proposal in the wrong
+/// dialect.
+fn refuse_design_baseline(sides: &Sides) -> Result<(), CliError> {
+    let executor = sides.baseline.categorizer.as_ref().filter(|c| {
+        crate::model::categorizer::shape_of(&c.file.document.node) == Some(crate::model::categorizer::Shape::Executor)
+    });
+    let why = match (sides.spec.engine, executor) {
+        (Some(EngineKind::Upstream), _) => "`--engine upstream`".to_string(),
+        (None, Some(c)) => format!("`{}` is an executor's config", crate::diag::shown(&c.file.name)),
+        _ => return Ok(()),
+    };
+    let found = sides.baseline.files.iter().find_map(|f| {
+        f.documents
+            .iter()
+            .find(|d| {
+                d.kind == Some(crate::model::Kind::RetryPolicy) && d.api_version == Some(crate::model::ApiVersion::V1)
+            })
+            .map(|d| (f, d))
+    });
+    let Some((file, doc)) = found else {
+        return Ok(());
+    };
+    // The `--baseline` path as typed that holds the file (`current/`), else the file.
+    let given = sides
+        .spec
+        .baseline
+        .iter()
+        .find(|p| std::path::Path::new(&file.name).starts_with(p))
+        .map_or_else(|| file.name.clone(), |p| p.display().to_string());
+    let policy = format!(
+        "policy `{}`",
+        crate::diag::shown(doc.name.as_deref().unwrap_or_default())
+    );
+    let which = if given == file.name {
+        policy
+    } else {
+        format!("{policy} in `{}`", crate::diag::shown(&file.name))
+    };
+    Err(CliError::usage(format!(
+        "`{}` holds armadaproject.io/v1 documents ({which}), and the proposal is for today's Armada ({why}): today's Armada stores v1beta1: get them with `retryctl get retrypolicies -o yaml --api-version armadaproject.io/v1beta1`",
+        crate::diag::shown(&given),
+    ))
+    .with_hint(format!(
+        "write `{}` again from the cluster with `--api-version armadaproject.io/v1beta1` (`get retrypolicies` and `get queues`), or propose in the design dialect with `--engine design`",
+        crate::diag::shown(&given)
+    )))
+}
+
 /// The checks of suggest's flags before anything is read (`--emit` makes them too, in the
 /// same words): the knobs, what a sharded suggest cannot read, the source's flags, the time;
 /// and the sides they name (the proposal, its baseline, `--categorizer` the deployed config).
@@ -138,6 +201,64 @@ pub fn check(args: &SuggestArgs) -> Result<(Knobs, SidesSpec), CliError> {
         args.categorizer.clone(),
     )?;
     Ok((knobs, spec))
+}
+
+/// `--executor-config FILE` is written at the end, over FILE: a FILE this run reads (the
+/// deployed config of `--categorizer`, a `--baseline` file or one in a `--baseline`
+/// directory, whose categorizer document is the deployed config too, the history, the
+/// scheduler's config) or writes (`--output-file`) is refused, exit 2, before anything is read,
+/// naming both flags. Paths are compared canonical (a link, `./`, `..`); a directory holds
+/// every file under it, even one not there yet (the next run would read it).
+fn check_executor_config(args: &SuggestArgs) -> Result<(), CliError> {
+    let Some(exec) = &args.executor_config else {
+        return Ok(());
+    };
+    let Some(target) = canonical(exec) else {
+        return Ok(());
+    };
+    let r = &args.replay;
+    let inputs = std::iter::empty()
+        .chain(args.categorizer.iter().map(|p| ("--categorizer", p)))
+        .chain(r.baseline.iter().map(|p| ("--baseline", p)))
+        .chain(r.history.iter().map(|p| ("--history", p)))
+        .chain(r.scheduler.scheduler_config.iter().map(|p| ("--scheduler-config", p)))
+        .chain(args.output_file.iter().map(|p| ("--output-file", p)));
+    for (flag, path) in inputs {
+        if path.as_os_str() == "-" {
+            continue;
+        }
+        let Some(input) = canonical(path) else { continue };
+        let (exec, path) = (exec.display(), path.display());
+        if input == target {
+            let what = match flag {
+                "--output-file" => "the two outputs would be written over each other",
+                _ => "the proposed config would be written over an input of this run",
+            };
+            return Err(CliError::usage(format!(
+                "`--executor-config {exec}` is also `{flag} {path}`: {what}; give another file"
+            )));
+        }
+        if input.is_dir() && target.starts_with(&input) {
+            return Err(CliError::usage(format!(
+                "`--executor-config {exec}` lies in `{flag} {path}`, a directory this run reads: the proposed config would be written among its files; give a file outside it"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// `path` with every link, `.` and `..` resolved; for a file not there yet, its directory's.
+/// `None` when neither is there.
+fn canonical(path: &std::path::Path) -> Option<PathBuf> {
+    if let Ok(c) = std::fs::canonicalize(path) {
+        return Some(c);
+    }
+    let name = path.file_name()?;
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => std::path::Path::new("."),
+    };
+    std::fs::canonicalize(dir).ok().map(|d| d.join(name))
 }
 
 /// `--queue` names the Queue `-o policy` writes: there it must be a name `validate` takes

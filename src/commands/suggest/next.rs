@@ -85,6 +85,9 @@ impl Suggest {
         if a.name != "suggested" {
             knobs.push(format!("--name {}", a.name));
         }
+        if a.keep_categorizer {
+            knobs.push("--keep-categorizer".to_string());
+        }
         if let Some(t) = &r.backtest_at {
             knobs.push(format!("--backtest-at {}", shell_word(&t.text)));
         }

@@ -20,7 +20,9 @@ use crate::model::Action;
 use crate::model::Resource;
 use crate::output::suggest as view;
 use crate::suggest::documents::{self, Documented, Settings, Upstream};
-use crate::suggest::propose::{DefaultDecision, Defaults, Room, Verdict, DEFAULT};
+use crate::suggest::exits::{unsplit, ExitCodes};
+use crate::suggest::propose::{DefaultDecision, Defaults, NoRule, Room, Verdict, DEFAULT};
+use crate::suggest::signature::Signature;
 use crate::suggest::stats::Learned;
 use crate::suggest::today::{self, Kept};
 
@@ -180,12 +182,61 @@ impl Suggest {
         Room::new(kept.len(), upstream)
     }
 
+    /// `--keep-categorizer` (upstream): the rules a policy on today's categories holds, the
+    /// others decided as today ([`NoRule::KeepCategorizer`]): a rule matching a deployed
+    /// category (`today::places`' `Reuse`, or a category signature), and for a Retry rule one
+    /// whose pods the executor deletes already; again until none is left out, since a
+    /// signature left without a rule shares its category with the others.
+    pub(super) fn on_todays_categories(
+        &self,
+        learned: &Learned,
+        verdicts: &mut [(&crate::suggest::stats::SignatureStats, Verdict)],
+        rules: &mut Vec<crate::suggest::propose::Proposed>,
+    ) {
+        if self.sides.engine != EngineKind::Upstream {
+            return;
+        }
+        let deployed = self.deployed().map(|d| &d.file.config.categories);
+        let deletes =
+            |c: &str| deployed.is_none_or(|cs| cs.iter().any(|k| k.name == c && k.action.as_str() == "Delete"));
+        let none = ExitCodes::default();
+        loop {
+            let places = today::places(rules, &learned.signatures, &none);
+            let out: Vec<String> = rules
+                .iter()
+                .zip(&places)
+                .filter(|(r, place)| {
+                    let category = match (&r.signature, place) {
+                        (Signature::Category { category, .. }, _) | (_, today::Place::Reuse { category, .. }) => {
+                            category
+                        }
+                        _ => return true,
+                    };
+                    r.action == Action::Retry && !deletes(category)
+                })
+                .map(|(r, _)| r.text.clone())
+                .collect();
+            if out.is_empty() {
+                return;
+            }
+            rules.retain(|r| !out.contains(&r.text));
+            for (_, v) in verdicts.iter_mut() {
+                if matches!(v, Verdict::Rule(p) if out.contains(&p.text)) {
+                    *v = Verdict::None(NoRule::KeepCategorizer);
+                }
+            }
+        }
+    }
+
     /// The documents of `rules` (within [`Suggest::room`]) and today's `kept` rules after
-    /// them, checked by `validate`'s reader, and their Simulator.
+    /// them, checked by `validate`'s reader, and their Simulator; upstream, the categories in
+    /// `collide` (their signatures' retries collide with the pods they keep) deleted.
+    #[allow(clippy::too_many_arguments)] // the documents' inputs, each its own part of the proposal
     pub(super) fn documents(
         &self,
         baseline: &Simulator,
         learned: &Learned,
+        exits: &ExitCodes,
         rules: &[crate::suggest::propose::Proposed],
         kept: Vec<Kept>,
         default: &Defaults,
@@ -197,7 +248,7 @@ impl Suggest {
         // Upstream: the deployed category each rule can match on, where one separates it.
         let places: Vec<Option<today::Place>> = match self.sides.engine {
             EngineKind::Design => vec![None; rules.len()],
-            EngineKind::Upstream => today::places(rules, &learned.signatures)
+            EngineKind::Upstream => today::places(rules, &learned.signatures, exits)
                 .into_iter()
                 .map(Some)
                 .collect(),
@@ -219,11 +270,16 @@ impl Suggest {
                     }
                     None => stats.and_then(|s| today::carried_mutate(s, &kept)),
                 };
+                let unsplit = match self.sides.engine {
+                    EngineKind::Design => None,
+                    EngineKind::Upstream => unsplit(&r.signature, &r.text, exits),
+                };
                 Documented {
                     rule: r,
                     evidence,
                     mutate,
                     place,
+                    unsplit,
                 }
             })
             .collect();

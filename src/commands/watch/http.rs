@@ -23,11 +23,13 @@ use crate::lookout::Export;
 use crate::output::mode::{Baseline, Mode};
 use crate::output::sinks::sink;
 use crate::output::stderr::Stderr;
+use crate::output::watch::Gauges;
 use crate::output::{Format, Style};
 use crate::replay::run::{compare, replay, Options, Out};
 use crate::watch::schedule::Health;
 
-use super::shared::{now_micros, Shared, Watched, PAGE};
+use super::listen::MAX_HEADER_BYTES;
+use super::shared::{now_micros, waiting_words, Shared, Watched, PAGE};
 
 /// A report made: for which candidate (`None`: today's policy alone), when, and its page.
 type Made = (Option<usize>, Instant, Arc<Vec<u8>>);
@@ -47,6 +49,7 @@ pub(super) fn router(shared: Arc<Shared>, watched: Arc<Watched>) -> Router {
         .route("/metrics", get(metrics))
         .route("/healthz", get(healthz))
         .route("/report", get(report))
+        .layer(axum::middleware::from_fn(header_bound))
         .with_state(App {
             shared,
             watched,
@@ -54,21 +57,52 @@ pub(super) fn router(shared: Arc<Shared>, watched: Arc<Watched>) -> Router {
         })
 }
 
+/// 431 for a request whose header passes [`MAX_HEADER_BYTES`] (the connection's read buffer is
+/// bounded by it too, `listen`: this says so to a client that sent it whole at once).
+async fn header_bound(req: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    let bytes: usize = req.uri().to_string().len()
+        + req
+            .headers()
+            .iter()
+            .map(|(k, v)| k.as_str().len() + v.len() + 4)
+            .sum::<usize>();
+    if bytes > MAX_HEADER_BYTES {
+        return (
+            StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+            [(header::CONNECTION, "close")],
+            format!("a request header is at most {MAX_HEADER_BYTES} bytes\n"),
+        )
+            .into_response();
+    }
+    next.run(req).await
+}
+
 async fn metrics(State(app): State<App>) -> Response {
+    // What the last `--state` written holds: a count is served once the file holds it.
     let body = {
-        let st = app.shared.state.lock().unwrap_or_else(|e| e.into_inner());
-        let cursor = st.cursor.as_ref().map_or(st.start, |c| c.at);
-        crate::output::watch::metrics(&st.counters, Some(cursor), st.last_success)
+        let p = app.shared.published.lock().unwrap_or_else(|e| e.into_inner());
+        let verdicts: Vec<(String, &'static str)> =
+            p.verdicts.iter().map(|(n, v, _)| (n.clone(), v.as_str())).collect();
+        let gauges = Gauges {
+            cursor: Some(p.cursor),
+            last_success: p.last_success,
+            verdicts: &verdicts,
+            incident: false,
+        };
+        crate::output::watch::metrics(&p.counters, &gauges)
     };
     ([(header::CONTENT_TYPE, crate::output::watch::CONTENT_TYPE)], body).into_response()
 }
 
 async fn healthz(State(app): State<App>) -> Response {
     let health = app.shared.health.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let waiting = waiting_words(app.shared.published.lock().unwrap_or_else(|e| e.into_inner()).waiting);
     let text = match &health {
-        Health::Ok => "ok\n".to_string(),
+        Health::Ok => format!("ok; {waiting}\n"),
         Health::Starting => "waiting for the first poll of Lookout to succeed\n".to_string(),
-        Health::Failing { failures, error } => format!("{failures} polls failed in a row; the last: {error}\n"),
+        Health::Failing { failures, error } => {
+            format!("{failures} polls failed in a row; the last: {error}; {waiting}\n")
+        }
     };
     let status = StatusCode::from_u16(health.status()).unwrap_or(StatusCode::SERVICE_UNAVAILABLE);
     (status, [(header::CONTENT_TYPE, "text/plain; charset=utf-8")], text).into_response()
@@ -103,7 +137,20 @@ async fn report(State(app): State<App>, Query(q): Query<ReportQuery>) -> Respons
         return html(page.clone());
     }
     let watched = app.watched.clone();
-    let made = tokio::task::spawn_blocking(move || report_of(&watched, which)).await;
+    // The candidate's verdict over the window as published (what `/metrics` says of it).
+    let verdict = which.and_then(|i| {
+        let p = app.shared.published.lock().unwrap_or_else(|e| e.into_inner());
+        p.verdicts.get(i).map(|(_, _, words)| words.clone())
+    });
+    let made = tokio::task::spawn_blocking(move || {
+        report_of(&watched, which).map(|mut page| {
+            if let Some(words) = verdict {
+                crate::output::watch::headline(&mut page, &watched.window_words, &words);
+            }
+            page
+        })
+    })
+    .await;
     match made {
         Ok(Ok(page)) => {
             let page = Arc::new(page);

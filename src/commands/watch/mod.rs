@@ -3,8 +3,9 @@
 //! Prometheus metrics, the window's plan as HTML and its health.
 //!
 //! Owns: the flags' checks (the same for `--emit kubernetes`, which `dispatch` runs instead),
-//! the `--state` file (read at the start; written whole: `whole_file`), the process's life: the poller on a thread of its own ([`poll`]), the HTTP server
-//! on a tokio runtime ([`http`]), stderr as the log, and SIGTERM and SIGINT (save, exit 0
+//! the `--state` file (read at the start; written whole: `whole_file`), the process's life:
+//! the poller on a thread of its own ([`poll`]), the HTTP server on a tokio runtime (its
+//! routes [`http`], its bounded accept loop [`listen`]), stderr as the log, and SIGTERM and SIGINT (save, exit 0
 //! within 5 s). Must not: count or decide what a job adds up to (that is `crate::watch`),
 //! render (that is `output::watch` and `output`'s html sink), or exit the process.
 //!
@@ -13,8 +14,10 @@
 //! state file a SIGKILL leaves (`.NAME.XXXXXX.tmp` beside it) is never read.
 
 mod http;
+mod listen;
 mod poll;
 mod shared;
+mod state_file;
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -31,7 +34,7 @@ use crate::watch::metrics::Counters;
 use crate::watch::schedule::Health;
 use crate::watch::state::State;
 use crate::whole_file::{write_whole, Mode};
-use shared::{cannot_write_state, now_micros, Flags, Shared, Stop, Watched};
+use shared::{cannot_write_state, now_micros, Flags, Shared, Stop, VerdictRule, Watched};
 
 /// The checks of watch's flags before anything is read (`--emit` makes them too, in the same
 /// words).
@@ -52,6 +55,7 @@ fn flags(args: &WatchArgs, now: i64) -> Result<Flags, CliError> {
     };
     let micros = |d: GoDuration| i64::try_from(d.as_nanos() / 1000).unwrap_or(i64::MAX);
     let window = micros(duration_flag("--window", &args.window)?);
+    let settle = micros(duration_flag("--settle", &args.settle)?);
     let since = match &args.since {
         None => None,
         // A duration counts back from now; anything that starts like a date is a time.
@@ -75,24 +79,28 @@ fn flags(args: &WatchArgs, now: i64) -> Result<Flags, CliError> {
             "`--categorizer` is the candidates' categorizer: give a candidate with `-f`, or today's with `--baseline-categorizer`",
         ));
     }
-    Ok(Flags { poll, window, since })
+    Ok(Flags {
+        poll,
+        window,
+        settle,
+        since,
+    })
 }
 
-/// `--state` as it is, or a fresh state starting at `start` when there is no such file. The
-/// series of a queue or candidate no longer watched are dropped, said in a note; the ones a
-/// scrape shows at 0 are added.
+/// `--state` as it is (`text`, as read), or a fresh state starting at `start` when there is no
+/// such file. The series of a queue or candidate no longer watched are dropped, said in a
+/// note; the ones a scrape shows at 0 are added.
 fn load_state(
     ctx: &mut Context,
     path: &Path,
+    text: Option<String>,
     start: i64,
     queues: &[String],
     names: &[String],
 ) -> anyhow::Result<State> {
     let zeros = Counters::zeros(queues, names);
-    let text = match std::fs::read_to_string(path) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(State::new(start, zeros)),
-        Err(e) => return Err(CliError::failed(format!("cannot read `--state` `{}`: {e}", path.display())).into()),
+    let Some(text) = text else {
+        return Ok(State::new(start, zeros));
     };
     let mut state = State::from_json(&text).map_err(|why| {
         CliError::invalid(format!("`--state` `{}` cannot be read: {why}", path.display()))
@@ -113,6 +121,8 @@ fn load_state(
         )?;
     }
     state.counters.merge(&zeros);
+    state.waiting.retain_queues(|q| queues.iter().any(|w| w == q));
+    state.window.retain_candidates(|c| names.iter().any(|n| n == c));
     Ok(state)
 }
 
@@ -121,6 +131,14 @@ pub fn run(ctx: &mut Context, args: &WatchArgs) -> anyhow::Result<ExitCode> {
     let flags = flags(args, now)?;
     let dsn = resolve_dsn(args.lookout_db.clone(), true)?
         .ok_or_else(|| CliError::usage("give Lookout's database: `--lookout-db DSN`").with_hint(SET_LOOKOUT_DB))?;
+    // What no poll can fix is refused at the start: a DSN that does not parse, an address that
+    // names no host to listen on.
+    crate::lookout::db::check_dsn(&dsn)?;
+    listen::resolves(&args.listen)?;
+    // One watch on a --state, held until the process ends, and only a state read: both before
+    // anything else is said.
+    let lock = state_file::lock(&args.state)?;
+    let text = state_file::read(&args.state)?;
     let timeout = parse_timeout(&ctx.global.timeout)?;
     let Some(sides) = resolve(ctx, SidesSpec::of_watch(args))? else {
         return Ok(ExitCode::InvalidInput);
@@ -141,7 +159,7 @@ pub fn run(ctx: &mut Context, args: &WatchArgs) -> anyhow::Result<ExitCode> {
         .expect("watch's sides are files, known before the history is read");
     let names = sets.names();
     let settings = sides.settings.applied();
-    let mut state = load_state(ctx, &args.state, flags.since.unwrap_or(now), &queues, &names)?;
+    let mut state = load_state(ctx, &args.state, text, flags.since.unwrap_or(now), &queues, &names)?;
     if state.cursor.is_some() && args.since.is_some() {
         writeln!(
             ctx.err,
@@ -156,13 +174,24 @@ pub fn run(ctx: &mut Context, args: &WatchArgs) -> anyhow::Result<ExitCode> {
     // Written before anything else, so that a `--state` that cannot be written stops here.
     write_whole(&args.state, state.to_json().as_bytes(), Mode::New)
         .map_err(|e| CliError::failed(cannot_write_state(&args.state, &e)))?;
-    let shared = Arc::new(Shared {
-        state: Mutex::new(state),
+    let mut shared = Shared {
+        state: Mutex::new(State::default()),
+        published: Mutex::default(),
         health: Mutex::new(Health::Starting),
         saving: Mutex::new(()),
         path: args.state.clone(),
         stop: Stop::default(),
-    });
+        names: names.clone(),
+        rule: VerdictRule {
+            window: flags.window,
+            min_jobs: args.min_jobs,
+            max_contradictions: args.max_contradictions,
+        },
+    };
+    // What the file holds is what is served, from the first scrape.
+    shared.published = Mutex::new(shared.publishable(&state));
+    shared.state = Mutex::new(state);
+    let shared = Arc::new(shared);
     let watched = Arc::new(Watched {
         sets,
         names,
@@ -171,8 +200,11 @@ pub fn run(ctx: &mut Context, args: &WatchArgs) -> anyhow::Result<ExitCode> {
         dsn,
         timeout,
         flags,
+        window_words: args.window.clone(),
     });
-    live(ctx, &args.listen, shared, watched)
+    let code = live(ctx, &args.listen, shared, watched);
+    drop(lock);
+    code
 }
 
 /// The process's life: the HTTP server and the poller, until SIGTERM or SIGINT; then the
@@ -205,13 +237,9 @@ fn live(ctx: &mut Context, listen: &str, shared: Arc<Shared>, watched: Arc<Watch
         let poller = poll::spawn(shared.clone(), watched.clone(), log);
         let (stop_http, http_stopped) = tokio::sync::oneshot::channel::<()>();
         let router = http::router(shared.clone(), watched.clone());
-        let server = tokio::spawn(async move {
-            axum::serve(listener, router)
-                .with_graceful_shutdown(async move {
-                    let _ = http_stopped.await;
-                })
-                .await
-        });
+        let server = tokio::spawn(listen::serve(listener, router, async move {
+            let _ = http_stopped.await;
+        }));
         let signal = loop {
             tokio::select! {
                 signal = signals.recv() => break signal,

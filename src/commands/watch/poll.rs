@@ -1,24 +1,29 @@
-//! The poller (docs/watch.md "What it reads"): on a thread of its own, poll after poll, the
-//! jobs that reached a terminal state since the cursor, a page at a time, each page read,
-//! replayed on every core and counted, then committed whole: its counters, its jobs as
-//! counted and the cursor past it, together, so that `--state` never holds a page in part.
+//! The poller (docs/watch.md "What it reads"): on a thread of its own, poll after poll, first
+//! the jobs waiting for their records, then the jobs that reached a terminal state since the
+//! cursor, a page at a time; each page read, its complete jobs replayed on every core and
+//! counted, the incomplete ones kept waiting, then committed whole and written to `--state`
+//! before anything of it is published: its counters, its jobs as counted, the jobs that wait,
+//! and the cursor past it, together, so that `--state` never holds a page in part and
+//! `/metrics` never serves what the file does not hold.
 //!
-//! Owns: a poll (the pages from [`read_from`], the jobs of the span read again skipped, the
-//! next page's keys read while a page replays), the two connections (one for the pages' keys,
-//! one for their rows; kept between polls, made again after an error), the wait after a poll and the
-//! health it leaves, and the lines it says (sent to the thread that holds stderr). Must not:
-//! count what a job adds up to (`watch::job`), or write stderr itself.
+//! Owns: a poll (the waiting jobs read again by id, the pages from [`read_from`], the jobs of
+//! the span read again skipped, the next page's keys read while a page replays), the gate
+//! that holds back a job whose record is not complete (Lookout's ingester writes a job's
+//! terminal state before its runs) until `--settle` after it was first read, the two
+//! connections (one for the pages' keys, one for their rows; kept between polls, made again
+//! after an error), the wait after a poll and the health it leaves, and the lines it says
+//! (sent to the thread that holds stderr). Must not: count what a job adds up to
+//! (`watch::job`), or write stderr itself.
 
 use std::collections::HashMap;
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Mutex};
 
 use tokio::sync::mpsc::Sender;
 
-use crate::commands::replay::lookout::now;
 use crate::lookout::db::{self, Db, Span, Terminal};
 use crate::lookout::export_source::ExportSource;
-use crate::lookout::Export;
+use crate::lookout::mapping::record_complete;
+use crate::lookout::{Export, Item, JobStream};
 use crate::model::failure_history::Timestamp;
 use crate::replay::categorize::Reclassify;
 use crate::replay::parallel::{for_each_ordered, Emitted};
@@ -27,12 +32,9 @@ use crate::watch::cursor::{advance, read_from, Cursor};
 use crate::watch::job::{count, see};
 use crate::watch::metrics::{Counters, Family, Outcome, Reason};
 use crate::watch::schedule::next_wait;
+use crate::watch::window::Window;
 
-use super::shared::{cannot_write_state, Shared, Watched, PAGE};
-
-/// During a long poll (a backlog), `--state` is written at least this often, so that a
-/// restart redoes at most this much.
-const SAVE_EVERY: Duration = Duration::from_secs(10);
+use super::shared::{cannot_write_state, now_micros, waiting_words, Shared, Watched, PAGE};
 
 /// Starts the poller; its thread ends once `shared.stop` is set, after writing `--state`
 /// (its result: whether that write succeeded).
@@ -47,7 +49,8 @@ pub(super) fn spawn(
         log,
         db: None,
         keys_db: None,
-        saved: Instant::now(),
+        save_failed: false,
+        said_ahead: false,
     };
     std::thread::Builder::new()
         .name("retryctl-watch-poll".into())
@@ -70,6 +73,37 @@ impl Failed {
     }
 }
 
+/// What a poll did.
+#[derive(Debug, Default, Clone, Copy)]
+struct Polled {
+    /// Jobs counted.
+    counted: u64,
+    /// Jobs that wait for their runs after it.
+    waiting: usize,
+}
+
+/// A job of a page, as its key says: where it is in Lookout's order, its state and queue, and
+/// since when it waits for its runs (`None`: first read now).
+#[derive(Debug, Clone)]
+struct Key {
+    queue: String,
+    at: i64,
+    state: i16,
+    since: Option<i64>,
+}
+
+/// What a page adds up to, committed whole.
+#[derive(Default)]
+struct Page {
+    counters: Counters,
+    window: Window,
+    /// Jobs counted (complete, or past `--settle`), with their time.
+    done: Vec<(i64, String)>,
+    /// Jobs held back: (id, queue, at, state, since).
+    wait: Vec<(String, String, i64, i16, i64)>,
+    counted: u64,
+}
+
 struct Poller {
     shared: Arc<Shared>,
     watched: Arc<Watched>,
@@ -78,8 +112,10 @@ struct Poller {
     /// A second connection for the next page's keys, read while a page's rows are read
     /// and replayed on the first (one connection runs one statement at a time).
     keys_db: Option<Db>,
-    /// When `--state` was last written.
-    saved: Instant,
+    /// A write of `--state` failed during the last poll.
+    save_failed: bool,
+    /// A cursor past the database's clock was said (once).
+    said_ahead: bool,
 }
 
 impl Poller {
@@ -89,17 +125,20 @@ impl Poller {
             if self.shared.stop.is_set() {
                 break;
             }
+            self.save_failed = false;
             let polled = self.poll();
             let outcome = match &polled {
-                Ok(read) => {
+                Ok(p) => {
                     failures = 0;
                     let mut st = self.state();
                     st.last_success = Some(now_millis());
-                    if *read > 0 {
+                    if p.counted > 0 {
                         let at = st.cursor.as_ref().map_or(st.start, |c| c.at);
                         drop(st);
                         self.say(format!(
-                            "retryctl watch: read {read} jobs; cursor {}",
+                            "retryctl watch: read {}; {}; cursor {}",
+                            plural(p.counted, "job", "jobs"),
+                            waiting_words(p.waiting),
                             Timestamp(at.saturating_mul(1000))
                         ));
                     }
@@ -114,7 +153,8 @@ impl Poller {
                     Err(f)
                 }
             };
-            if !self.save() {
+            self.save();
+            if self.save_failed {
                 failures += 1;
             }
             let wait = next_wait(self.watched.flags.poll, failures);
@@ -129,7 +169,7 @@ impl Poller {
             {
                 let mut health = self.shared.health.lock().unwrap_or_else(|e| e.into_inner());
                 let error = match &polled {
-                    Ok(_) if failures > 0 => Err("`--state` cannot be written"),
+                    Ok(_) if self.save_failed => Err("`--state` cannot be written"),
                     Ok(_) => Ok(()),
                     Err(f) => Err(f.message.as_str()),
                 };
@@ -142,16 +182,15 @@ impl Poller {
         self.shared.save()
     }
 
-    /// Writes `--state`; `false` when it cannot, which is said and counted as a poll error
-    /// (`reason="state"`).
-    fn save(&mut self) -> bool {
-        self.saved = Instant::now();
-        let Err(e) = self.shared.save() else { return true };
+    /// Writes `--state` and publishes it; when it cannot, that is said and counted as a poll
+    /// error (`reason="state"`), and what was published stays.
+    fn save(&mut self) {
+        let Err(e) = self.shared.save() else { return };
+        self.save_failed = true;
         self.state()
             .counters
             .add(Family::PollErrors, &[Reason::State.as_str()], 1);
         self.say(format!("retryctl watch: {}", cannot_write_state(&self.shared.path, &e)));
-        false
     }
 
     fn state(&self) -> std::sync::MutexGuard<'_, crate::watch::state::State> {
@@ -164,7 +203,13 @@ impl Poller {
     }
 
     fn connect(&mut self) -> Result<(Arc<Db>, Db), Failed> {
-        let connect = |w: &Watched| db::connect(&w.dsn, w.timeout).map_err(|e| Failed::new(Reason::Connect, e));
+        // Every statement of watch's fails once the database has said nothing for the
+        // statement bound: a black-holed database is a failed poll, not a hang.
+        let connect = |w: &Watched| {
+            db::connect(&w.dsn, w.timeout)
+                .map(|db| db.answering_within(STATEMENT_SILENCE))
+                .map_err(|e| Failed::new(Reason::Connect, e))
+        };
         let db = match &self.db {
             Some(db) => db.clone(),
             None => Arc::new(connect(&self.watched)?),
@@ -177,20 +222,63 @@ impl Poller {
         Ok((db, keys))
     }
 
-    /// One poll: every page from [`read_from`] on; the number of jobs read (those of the span
-    /// read again that were counted before are not). Stops between two pages when the
-    /// process stops. A full page's successor's keys are read on the second connection while
-    /// the page is replayed, so that the replay does not wait for them.
-    fn poll(&mut self) -> Result<u64, Failed> {
+    /// One poll: the jobs waiting for their records, a page of ids at a time, then every page
+    /// from [`read_from`] on. Stops between two pages when the process stops.
+    fn poll(&mut self) -> Result<Polled, Failed> {
         let (db, keys_db) = self.connect()?;
+        let now = db::database_now(&keys_db).map_err(|e| Failed::new(Reason::Read, e))?;
+        self.not_ahead_of(now);
+        let mut polled = Polled::default();
+        let pages = self.state().waiting.pages(PAGE);
+        for ids in pages {
+            if self.shared.stop.is_set() {
+                break;
+            }
+            let keys: HashMap<String, Key> = {
+                let st = self.state();
+                ids.iter()
+                    .filter_map(|id| {
+                        let w = st.waiting.get(id)?;
+                        let key = Key {
+                            queue: st.waiting.queue_of(w).to_string(),
+                            at: w.at,
+                            state: w.state,
+                            since: Some(w.since),
+                        };
+                        Some((id.clone(), key))
+                    })
+                    .collect()
+            };
+            let stream = db::jobs_by_id(db.clone(), &ids);
+            let page = self.replay(stream, keys)?;
+            polled.counted += page.counted;
+            self.commit(page, Some(&ids), None);
+        }
         let from = {
             let st = self.state();
             read_from(st.cursor.as_ref(), st.start)
         };
+        let result = self.pages_from(&db, &keys_db, from, now, &mut polled);
+        self.keys_db = Some(keys_db);
+        result?;
+        polled.waiting = self.state().waiting.len();
+        Ok(polled)
+    }
+
+    /// Every page from `from` on. A full page's successor's keys are read on the second
+    /// connection while the page is replayed, so that the replay does not wait for them.
+    fn pages_from(
+        &mut self,
+        db: &Arc<Db>,
+        keys_db: &Db,
+        from: i64,
+        now: i64,
+        polled: &mut Polled,
+    ) -> Result<(), Failed> {
         let watched = self.watched.clone();
         let queues = &watched.queues;
         let page = |after: (i64, &str)| {
-            db::terminal_page(&keys_db, queues, after, PAGE).map_err(|e| Failed::new(Reason::Read, e))
+            db::terminal_page(keys_db, queues, after, PAGE).map_err(|e| Failed::new(Reason::Read, e))
         };
         // After (`from`, ""): every job of that microsecond, whatever its id.
         let mut after = Cursor {
@@ -198,7 +286,6 @@ impl Poller {
             job: String::new(),
         };
         let mut keys = page((after.at, &after.job))?;
-        let mut read = 0u64;
         loop {
             if self.shared.stop.is_set() {
                 break;
@@ -214,86 +301,177 @@ impl Poller {
                 after: (after.at, &after.job),
                 last: (last.at, &last.job),
             };
-            let fresh: Vec<Terminal> = {
+            // Not the jobs of the span read again that were counted, nor those that wait
+            // (read again by id).
+            let fresh: HashMap<String, Key> = {
                 let st = self.state();
                 keys.iter()
-                    .filter(|k| !st.seen.contains(k.at, &k.job_id))
-                    .cloned()
+                    .filter(|k| !st.seen.contains(k.at, &k.job_id) && !st.waiting.contains(&k.job_id))
+                    .map(|k: &Terminal| {
+                        let key = Key {
+                            queue: k.queue.clone(),
+                            at: k.at,
+                            state: k.state,
+                            since: None,
+                        };
+                        (k.job_id.clone(), key)
+                    })
                     .collect()
             };
-            let (counted, next) = std::thread::scope(|s| {
+            let (replayed, next) = std::thread::scope(|s| {
                 let next = full.then(|| s.spawn(|| page((last.at, &last.job))));
-                let counted = self.replay(&db, span, &fresh);
+                let replayed = match fresh.is_empty() {
+                    true => Ok(Page::default()),
+                    false => {
+                        let ids = fresh.keys().cloned().collect();
+                        let stream = db::jobs_in(db.clone(), queues, span, ids);
+                        self.replay(stream, fresh)
+                    }
+                };
                 (
-                    counted,
+                    replayed,
                     next.map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))),
                 )
             });
-            let counted = counted?;
-            {
-                let mut st = self.state();
-                let st = &mut *st;
-                st.counters.merge(&counted);
-                for k in &fresh {
-                    st.seen.insert(k.at, &k.job_id);
-                }
-                advance(&mut st.cursor, &mut st.seen, last.clone());
-            }
-            read += fresh.len() as u64;
+            let replayed = replayed?;
+            polled.counted += replayed.counted;
+            // The cursor never runs past the database's clock: a job stamped in the future (a
+            // skewed ingester) is counted, and the jobs that end before its time are still read.
+            let cursor = match last.at > now {
+                true => Cursor {
+                    at: now,
+                    job: String::new(),
+                },
+                false => last.clone(),
+            };
+            self.commit(replayed, None, Some(cursor));
             after = last;
             let Some(next) = next else { break };
             keys = next?;
-            if self.saved.elapsed() >= SAVE_EVERY {
-                self.save();
-            }
         }
-        self.keys_db = Some(keys_db);
-        Ok(read)
+        Ok(())
     }
 
-    /// The jobs `keys` name (of the page `span`) read with all their runs, mapped as
-    /// `history --lookout-db` maps them, replayed on every core and counted: the page's
-    /// counters, or why it could not be read whole (then nothing of it counts).
-    fn replay(&self, db: &Arc<Db>, span: Span<'_>, keys: &[Terminal]) -> Result<Counters, Failed> {
-        let mut counted = Counters::default();
-        if keys.is_empty() {
-            return Ok(counted);
+    /// A cursor (from `--state`) past the database's clock `now`: said once, and moved back to
+    /// it, so that the jobs that end before the cursor's time are read.
+    fn not_ahead_of(&mut self, now: i64) {
+        let ahead = {
+            let mut st = self.state();
+            match st.cursor.as_mut() {
+                Some(c) if c.at > now => {
+                    let was = c.at;
+                    *c = Cursor {
+                        at: now,
+                        job: String::new(),
+                    };
+                    Some(was)
+                }
+                _ => None,
+            }
+        };
+        if let (Some(was), false) = (ahead, self.said_ahead) {
+            self.said_ahead = true;
+            self.say(format!(
+                "warning: `--state` `{}`'s cursor {} lies past the database's clock {}: reading from 5 minutes before the database's now",
+                self.shared.path.display(),
+                Timestamp(was.saturating_mul(1000)),
+                Timestamp(now.saturating_mul(1000))
+            ));
         }
-        let outcomes: HashMap<&str, Outcome> = keys
-            .iter()
-            .map(|k| (k.job_id.as_str(), Outcome::of_state(k.state)))
-            .collect();
-        let source = ExportSource::new(
-            Export::new(db::jobs_in(
-                db.clone(),
-                &self.watched.queues,
-                span,
-                keys.iter().map(|k| k.job_id.clone()).collect(),
-            )),
-            self.watched.settings.clone(),
-            "lookout-db",
-        );
+    }
+
+    /// Commits `page` to the state whole (`read_again`: the waiting jobs it read again;
+    /// `last`: the cursor's page's last key), then writes `--state` and publishes it.
+    fn commit(&mut self, page: Page, read_again: Option<&[String]>, last: Option<Cursor>) {
+        {
+            let mut st = self.state();
+            let st = &mut *st;
+            st.counters.merge(&page.counters);
+            st.window.merge(page.window);
+            st.window
+                .forget_before(now_micros().saturating_sub(self.watched.flags.window));
+            // A job read again that is neither counted nor held back again is gone from the
+            // database (expired): it waits no more.
+            if let Some(ids) = read_again {
+                for id in ids {
+                    st.waiting.remove(id);
+                }
+            }
+            for (id, queue, at, state, since) in &page.wait {
+                st.waiting.insert(id, queue, *at, *state, *since);
+            }
+            for (at, id) in &page.done {
+                st.seen.insert(*at, id);
+            }
+            if let Some(last) = last {
+                advance(&mut st.cursor, &mut st.seen, last);
+            }
+        }
+        self.save();
+    }
+
+    /// The jobs of `stream` (each named by `keys`) whose record is complete, or that waited
+    /// `--settle` already, mapped as `history --lookout-db` maps them, replayed on every core
+    /// and counted; the others held back. The page's counts, or why it could not be read whole
+    /// (then nothing of it counts).
+    fn replay(&self, stream: JobStream<'static>, keys: HashMap<String, Key>) -> Result<Page, Failed> {
+        let now = now_micros();
+        let settle = self.watched.flags.settle;
+        let held: Arc<Mutex<Page>> = Arc::default();
+        let gate = {
+            let (keys, held) = (keys.clone(), held.clone());
+            stream.filter(move |item| {
+                let Ok(Item::Job(j)) = item else { return true };
+                let Some(key) = keys.get(&j.job.job_id) else {
+                    return true;
+                };
+                let mut page = held.lock().unwrap_or_else(|e| e.into_inner());
+                if record_complete(j, key.state) {
+                    page.done.push((key.at, j.job.job_id.clone()));
+                    return true;
+                }
+                let since = key.since.unwrap_or(now);
+                if now.saturating_sub(since) >= settle {
+                    // Counted as its record stands, and counted apart.
+                    page.done.push((key.at, j.job.job_id.clone()));
+                    page.counters.add(Family::IncompleteJobs, &[&key.queue], 1);
+                    return true;
+                }
+                let id = j.job.job_id.clone();
+                page.wait.push((id, key.queue.clone(), key.at, key.state, since));
+                false
+            })
+        };
+        let source = ExportSource::new(Export::new(Box::new(gate)), self.watched.settings.clone(), "lookout-db");
         let export = source.state();
         let (sets, names) = (&self.watched.sets, &self.watched.names);
         let work =
             |scratch: &mut Reclassify, job: crate::replay::Decoded<'_>| see(sets, job.settings, job.history, scratch);
+        let mut counted = Counters::default();
+        let mut window = Window::default();
+        let mut jobs = 0u64;
         for_each_ordered(source, None, work, |e| {
             let Emitted::Job(_, processed) = e else { return Ok(true) };
             match processed {
                 Processed::Done(seen) => {
-                    let outcome = outcomes.get(seen.job.as_str()).copied().unwrap_or(Outcome::Failed);
+                    let key = keys.get(seen.job.as_str());
+                    let outcome = key.map_or(Outcome::Failed, |k| Outcome::of_state(k.state));
                     count(&mut counted, &seen, outcome, names);
+                    if let Some(k) = key {
+                        window.add(k.at, &seen, names);
+                    }
+                    jobs += 1;
                     for e in &seen.errors {
                         counted.add(Family::PollErrors, &[Reason::Replay.as_str()], 1);
-                        self.say(format!("warning: {e}"));
+                        self.say(format!("warning: {}", shown(e)));
                     }
                 }
                 Processed::Error(e) => {
                     counted.add(Family::PollErrors, &[Reason::Replay.as_str()], 1);
-                    self.say(format!("warning: {e}"));
+                    self.say(format!("warning: {}", shown(&e)));
                 }
                 // In `history`'s words; counted below, from the export's totals.
-                Processed::LeftOut(text) => self.say(format!("warning: {text}")),
+                Processed::LeftOut(text) => self.say(format!("warning: {}", shown(&text))),
                 Processed::Invalid(_) => {}
             }
             Ok(true)
@@ -304,11 +482,29 @@ impl Poller {
             return Err(Failed::new(Reason::Read, e));
         }
         counted.add(Family::UnreadableRows, &[], u128::from(export.totals.left_out()));
-        Ok(counted)
+        let mut page = std::mem::take(&mut *held.lock().unwrap_or_else(|e| e.into_inner()));
+        page.counters.merge(&counted);
+        page.window = window;
+        page.counted = jobs;
+        Ok(page)
     }
+}
+
+/// How long a statement of watch's may wait for the database's next byte.
+const STATEMENT_SILENCE: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// `N job(s)`.
+fn plural(n: u64, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// A line's text with its control characters escaped (a job id's ESC or line break would
+/// otherwise end the line or drive the terminal), as history's text is shown.
+fn shown(text: &str) -> String {
+    crate::output::text::shown(text).into_owned()
 }
 
 /// Now, in milliseconds since the Unix epoch.
 fn now_millis() -> i64 {
-    now().0 / 1_000_000
+    crate::commands::replay::lookout::now().0 / 1_000_000
 }

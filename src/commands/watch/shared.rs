@@ -1,8 +1,12 @@
 //! What `watch`'s poller, its HTTP handlers and its shutdown share: the flags as checked, the
-//! state and health behind their locks, the stop, and what a job is replayed under.
+//! state and health behind their locks, what `/metrics` serves, the stop, and what a job is
+//! replayed under.
 //!
-//! Owns: [`Shared`] (with `--state`'s one writer), [`Stop`], [`Watched`], [`Flags`], and the
-//! one sentence for a `--state` that cannot be written. Must not: poll, serve or count.
+//! Owns: [`Shared`] (with `--state`'s one writer, and [`Published`]: what the last state written
+//! holds, the only thing `/metrics` serves, so that no counter a scrape saw goes back after a
+//! restart), [`Stop`], [`Watched`], [`Flags`], each candidate's verdict over the window
+//! ([`verdicts`], by suggest's rules), and the one sentence for a `--state` that cannot be
+//! written. Must not: poll, serve or count.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Condvar, Mutex};
@@ -10,7 +14,10 @@ use std::time::Duration;
 
 use crate::commands::replay::lookout::now;
 use crate::engine::Settings;
+use crate::replay::explained::MaxContradictions;
 use crate::replay::sides::PolicySets;
+use crate::suggest::verdict::{judge, Decision, Judged};
+use crate::watch::metrics::Counters;
 use crate::watch::schedule::Health;
 use crate::watch::state::State;
 use crate::whole_file::{write_whole, Mode};
@@ -20,34 +27,127 @@ pub(super) struct Flags {
     pub(super) poll: Duration,
     /// `--window`, in microseconds.
     pub(super) window: i64,
+    /// `--settle`, in microseconds.
+    pub(super) settle: i64,
     /// Where a fresh state starts (microseconds since the Unix epoch); `None`: now.
     pub(super) since: Option<i64>,
+}
+
+/// How a candidate is judged over the window (docs/watch.md "A verdict per candidate").
+#[derive(Debug, Clone, Copy)]
+pub(super) struct VerdictRule {
+    /// `--window`, in microseconds.
+    pub(super) window: i64,
+    /// `--min-jobs`: jobs with a failed run the window needs for a verdict.
+    pub(super) min_jobs: u64,
+    pub(super) max_contradictions: MaxContradictions,
+}
+
+/// A candidate's verdict: suggest's three, or too few jobs to say.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Verdict {
+    Decided(Decision),
+    Inconclusive,
+}
+
+impl Verdict {
+    pub(super) fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Decided(d) => d.as_str(),
+            Verdict::Inconclusive => "inconclusive",
+        }
+    }
+}
+
+/// What the last `--state` written holds, as `/metrics` serves it.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Published {
+    pub(super) counters: Counters,
+    /// The cursor's time (microseconds since the Unix epoch), or where a fresh state starts.
+    pub(super) cursor: i64,
+    pub(super) last_success: Option<i64>,
+    /// Jobs waiting for their runs.
+    pub(super) waiting: usize,
+    /// Each candidate's verdict over the window, in the candidates' order, with its words.
+    pub(super) verdicts: Vec<(String, Verdict, String)>,
 }
 
 /// What the poller, the HTTP handlers and the shutdown share.
 pub(super) struct Shared {
     pub(super) state: Mutex<State>,
+    pub(super) published: Mutex<Published>,
     pub(super) health: Mutex<Health>,
-    /// One writer of `--state` at a time (the poller after a poll, the shutdown).
+    /// One writer of `--state` at a time (the poller after a page, the shutdown).
     pub(super) saving: Mutex<()>,
     pub(super) path: PathBuf,
     pub(super) stop: Stop,
+    /// The candidates' names, in order.
+    pub(super) names: Vec<String>,
+    pub(super) rule: VerdictRule,
 }
 
 impl Shared {
-    /// Writes `--state` with what is counted now.
+    /// Writes `--state` with what is counted now, then publishes it: `/metrics` serves a
+    /// count only once the file holds it.
     pub(super) fn save(&self) -> std::io::Result<()> {
         let _one = self.saving.lock().unwrap_or_else(|e| e.into_inner());
-        let text = self.state.lock().unwrap_or_else(|e| e.into_inner()).to_json();
-        write_whole(&self.path, text.as_bytes(), Mode::New)
+        let (text, published) = {
+            let st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+            (st.to_json(), self.publishable(&st))
+        };
+        write_whole(&self.path, text.as_bytes(), Mode::New)?;
+        *self.published.lock().unwrap_or_else(|e| e.into_inner()) = published;
+        Ok(())
     }
+
+    /// What `st` publishes.
+    pub(super) fn publishable(&self, st: &State) -> Published {
+        Published {
+            counters: st.counters.clone(),
+            cursor: st.cursor.as_ref().map_or(st.start, |c| c.at),
+            last_success: st.last_success,
+            waiting: st.waiting.len(),
+            verdicts: verdicts(st, &self.names, self.rule, now_micros()),
+        }
+    }
+}
+
+/// Each candidate's verdict over the jobs counted in the window ending at `now`: suggest's rules
+/// on the window's comparison with today's policy (a lost job, contradictions past
+/// `--max-contradictions`, more hours for no change: `reject`; nothing that matters changed:
+/// `keep`; else `adopt`), or `inconclusive` while fewer than `--min-jobs` jobs of the window
+/// had a failed run.
+pub(super) fn verdicts(st: &State, names: &[String], rule: VerdictRule, now: i64) -> Vec<(String, Verdict, String)> {
+    let (failed, sums) = st.window.since(now.saturating_sub(rule.window));
+    names
+        .iter()
+        .map(|name| match sums.get(name) {
+            Some(c) if failed >= rule.min_jobs => {
+                let judged = Judged {
+                    comparison: c,
+                    lost_jobs: &[],
+                    explained: c.explained.as_ref().map(|e| (e, rule.max_contradictions)),
+                    queues: None,
+                };
+                let j = judge(judged, None);
+                (name.clone(), Verdict::Decided(j.decision), j.line())
+            }
+            _ => {
+                let words = format!(
+                    "inconclusive: {failed} of the jobs counted in the window had a failed run, fewer than --min-jobs {}",
+                    rule.min_jobs
+                );
+                (name.clone(), Verdict::Inconclusive, words)
+            }
+        })
+        .collect()
 }
 
 /// The stop of the process, which the poller waits on between polls.
 #[derive(Default)]
 pub(super) struct Stop {
-    pub(super) stopped: Mutex<bool>,
-    pub(super) wake: Condvar,
+    stopped: Mutex<bool>,
+    wake: Condvar,
 }
 
 impl Stop {
@@ -81,6 +181,15 @@ pub(super) fn cannot_write_state(path: &Path, e: &std::io::Error) -> String {
     format!("cannot write `--state` `{}`: {e}", path.display())
 }
 
+/// How many jobs wait for their runs, as the log and `/healthz` say it.
+pub(super) fn waiting_words(n: usize) -> String {
+    match n {
+        0 => "no job waits for its runs".to_string(),
+        1 => "1 waits for its runs".to_string(),
+        n => format!("{n} wait for their runs"),
+    }
+}
+
 /// What the poller needs to replay a job, shared with `/report`.
 pub(super) struct Watched {
     /// Today's policy and the candidates, as every job is replayed under them.
@@ -91,6 +200,8 @@ pub(super) struct Watched {
     pub(super) dsn: String,
     pub(super) timeout: Duration,
     pub(super) flags: Flags,
+    /// `--window` as given, for the words that name it.
+    pub(super) window_words: String,
 }
 
 /// Jobs a page holds at most: what is in memory at once is one page's keys, and the rows of

@@ -2,10 +2,10 @@
 //! state, page after page by the key (`last_transition_time`, `job_id`), and the rows of a
 //! page's jobs decoded as the parent decodes a queue's export.
 //!
-//! Owns: [`terminal_page`], [`jobs_in`], [`terminal_jobs`]. Must not: keep a cursor (that
+//! Owns: [`terminal_page`], [`jobs_in`], [`jobs_by_id`], [`terminal_jobs`], [`database_now`]. Must not: keep a cursor (that
 //! is `watch`'s state) or map rows to histories.
 
-use super::{by_key, copy_jobs, literal, query_error, Db, COLUMNS};
+use super::{by_key, copy_jobs, literal, Db, COLUMNS};
 use crate::error::CliError;
 use crate::lookout::Item;
 use crate::model::failure_history::Timestamp;
@@ -52,13 +52,10 @@ pub fn terminal_page(db: &Db, queues: &[String], after: (i64, &str), limit: usiz
     let from = Timestamp(after.0.saturating_mul(1000)).to_string();
     let states = TERMINAL_STATES.to_vec();
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-    let rows = db
-        .rt
-        .block_on(
-            db.client
-                .query(statement.as_str(), &[&queues, &states, &from, &after.1, &limit]),
-        )
-        .map_err(|e| query_error(&e, &db.shown))?;
+    let rows = db.wait(
+        db.client
+            .query(statement.as_str(), &[&queues, &states, &from, &after.1, &limit]),
+    )?;
     Ok(rows
         .iter()
         .map(|r| Terminal {
@@ -68,6 +65,17 @@ pub fn terminal_page(db: &Db, queues: &[String], after: (i64, &str), limit: usiz
             at: r.get(3),
         })
         .collect())
+}
+
+/// The database's own clock, in microseconds since the Unix epoch, as [`terminal_page`] reads
+/// `last_transition_time` (UTC, in whole microseconds): `watch`'s cursor never runs past it.
+pub fn database_now(db: &Db) -> Result<i64, CliError> {
+    let row = db.wait(db.client.query_one(
+        "SELECT EXTRACT(EPOCH FROM date_trunc('second', now() AT TIME ZONE 'UTC'))::bigint * 1000000 \
+         + EXTRACT(MICROSECONDS FROM now() AT TIME ZONE 'UTC')::bigint % 1000000",
+        &[],
+    ))?;
+    Ok(row.get(0))
 }
 
 /// A page of [`terminal_page`] by its bounds: the key it was read after, and its last key
@@ -135,6 +143,36 @@ pub fn jobs_in<'a>(
         Ok(Item::Bad(e)) => wanted.contains(&e.job_id),
         Err(_) => true,
     }))
+}
+
+/// The statement of [`jobs_by_id`]: the rows of the jobs `ids` names, each job's runs looked up
+/// by its id.
+pub(super) fn ids_statement(ids: &[String]) -> Result<String, CliError> {
+    let ids = ids
+        .iter()
+        .map(|id| literal("job_id", id))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(format!(
+        "COPY (SELECT {COLUMNS} FROM job j LEFT JOIN job_run r ON r.job_id = j.job_id \
+         WHERE j.job_id IN ({}) ORDER BY j.job_id) TO STDOUT (FORMAT binary)",
+        ids.join(", ")
+    ))
+}
+
+/// The jobs `ids` names (at most a page of them: `watch`'s jobs waiting for their runs), each
+/// with all its runs, decoded as [`jobs_in`] decodes a page's. One statement; a job no longer
+/// in the database (expired) is simply not in the stream.
+pub fn jobs_by_id<'a>(db: std::sync::Arc<Db>, ids: &[String]) -> crate::lookout::JobStream<'a> {
+    if ids.is_empty() {
+        return Box::new(std::iter::empty());
+    }
+    match by_key(&db)
+        .and_then(|()| ids_statement(ids))
+        .and_then(|s| copy_jobs(db, &s))
+    {
+        Ok(stream) => stream,
+        Err(e) => Box::new(std::iter::once(Err(e.into()))),
+    }
 }
 
 /// Every job of `queues` that reached a terminal state at or after `from` (microseconds since

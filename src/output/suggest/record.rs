@@ -253,7 +253,10 @@ fn proposal_fields(head: &Head<'_>) -> Map<String, Value> {
         let merged: Vec<Value> = u
             .merged
             .iter()
-            .map(|g| json!({"category": g.category, "signatures": g.signatures}))
+            .map(|g| {
+                let unsplit: Vec<Value> = g.unsplit.iter().map(|(s, u)| unsplit_record(s, u)).collect();
+                json!({"category": g.category, "signatures": g.signatures, "unsplit": unsplit})
+            })
             .collect();
         m.insert("merged".into(), Value::Array(merged));
         let changes: Vec<Value> = u
@@ -364,5 +367,23 @@ pub(super) fn verdict(out: &mut dyn Write, format: Format, r: &Report<'_>, judge
         Format::Json | Format::Jsonl => writeln!(out, ",{}}}}}", json_fields(&m)),
         Format::Yaml => write!(out, "{}", yaml_of(&m, 2)),
         _ => Ok(()),
+    }
+}
+
+/// Why no `onExitCodes` rule splits a merged category's signature: `reason` `noExitCode`,
+/// `unnamedContainer` or `sharedExitCode` (with the container, the code and the other
+/// signature, `null` past the exit codes counted).
+fn unsplit_record(signature: &str, u: &crate::suggest::exits::Unsplit) -> Value {
+    use crate::suggest::exits::Unsplit;
+    match u {
+        Unsplit::NoExitCode => json!({"signature": signature, "reason": "noExitCode"}),
+        Unsplit::UnnamedContainer => json!({"signature": signature, "reason": "unnamedContainer"}),
+        Unsplit::Shared { container, code, with } => json!({
+            "signature": signature,
+            "reason": "sharedExitCode",
+            "container": container,
+            "exitCode": code,
+            "sharedWith": with,
+        }),
     }
 }

@@ -17,6 +17,7 @@ use crate::replay::compare::{hours, Comparison};
 use crate::replay::incidents::Window;
 use crate::replay::sink::Estimates;
 use crate::suggest::documents::{Merged, Upstream};
+use crate::suggest::exits::Unsplit;
 use crate::suggest::incidents::{Found, Listed};
 use crate::suggest::propose::{DefaultDecision, Defaults, NoRule, Proposed, Verdict};
 use crate::suggest::stats::SignatureStats;
@@ -387,11 +388,49 @@ pub(super) fn estimated(c: &Comparison, e: &Estimates) -> Option<String> {
     (!parts.is_empty()).then(|| parts.join("; "))
 }
 
-/// A category that stands for signatures whose proposals differ: what it does and why.
+/// A category that stands for signatures whose proposals differ: what it does and why (no
+/// `onExitCodes` rule splits them either: each signature's reason).
 pub(super) fn merged_words(g: &Merged) -> String {
+    let why = g
+        .unsplit
+        .iter()
+        .map(|(s, u)| unsplit_words(&short(s, 40), u))
+        .collect::<Vec<_>>()
+        .join("; ");
+    let why = if why.is_empty() {
+        String::new()
+    } else {
+        format!(", and no exit code splits them: {why}")
+    };
     format!(
-        "category `{}` stands for {}: no one matcher tells them apart (a rule has one matcher), so it retries them all, the decision that loses no job",
+        "category `{}` stands for {}: no one matcher tells them apart (a rule has one matcher{why}), so it retries them all, the decision that loses no job",
         g.category,
         g.signatures.iter().map(|s| short(s, 40)).collect::<Vec<_>>().join(", ")
     )
+}
+
+/// Why no `onExitCodes` rule splits `signature` from the others of its message.
+fn unsplit_words(signature: &str, u: &Unsplit) -> String {
+    match u {
+        Unsplit::NoExitCode => format!("{signature} has no exit code"),
+        Unsplit::UnnamedContainer => format!("{signature}'s container has no name for `containerName`"),
+        Unsplit::Shared {
+            container,
+            code,
+            with: Some(other),
+        } => format!(
+            "{signature} shares exit code {code} in container `{}` with {}",
+            shown(container),
+            short(other, 40)
+        ),
+        Unsplit::Shared {
+            container,
+            code,
+            with: None,
+        } => format!(
+            "{signature}'s exit code {code} in container `{}` is not told apart (the history holds more than {} exit codes)",
+            shown(container),
+            crate::suggest::exits::MAX_CODES
+        ),
+    }
 }

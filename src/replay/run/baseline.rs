@@ -18,7 +18,7 @@ use crate::replay::sink::{Change, Message, Needs, Sink, Totals};
 use crate::replay::source::{HistorySource, Progress};
 use crate::replay::spool::{Changed, Spool};
 
-use super::compared::{compare_job, JobCompared, SideCounts};
+use super::compared::{compare_job, Asks, JobCompared, SideCounts};
 use super::counts::{categories, tally_job_with, Folded, Part};
 use super::job::JobFacts;
 use super::{
@@ -81,7 +81,11 @@ pub fn compare_inspected<S: HistorySource>(
                 candidates: std::slice::from_mut(&mut s.candidate),
             }
         });
-        let compared = compare_job(sets, settings, history, baseline_detail, &mut part.reclassify, counts)
+        let asks = Asks {
+            baseline_detail,
+            baseline_categories: false,
+        };
+        let compared = compare_job(sets, settings, history, asks, &mut part.reclassify, counts)
             .map_err(|e| format!("{origin}: job `{}`: baseline: {e}", history.job.id))?;
         let JobCompared { baseline, candidates } = compared;
         let (b, b_left) = (baseline.report, baseline.runs_left);

@@ -7,7 +7,7 @@
 //! they share one), replays it, counts its collisions and, when it is Pending, the runs it has
 //! left; the recorded categories are put back after.
 //!
-//! Owns: [`compare_job`], [`JobCompared`], [`SideReplayed`], [`SideCounts`]. Must not: fold
+//! Owns: [`compare_job`], [`Asks`], [`JobCompared`], [`SideReplayed`], [`SideCounts`]. Must not: fold
 //! jobs, hand anything to a sink, or word an error beyond the side it comes from.
 
 use crate::engine::simulator::Simulator;
@@ -26,6 +26,20 @@ pub struct SideReplayed {
     /// Its Retry decisions on runs whose pod the executor keeps (under the upstream engine,
     /// with a categorizer): the retried pod reuses the name and collides.
     pub collisions: u64,
+    /// When asked ([`Asks::baseline_categories`], the baseline only): each run's category as
+    /// this side saw it (classified by its categorizer, else recorded), by the history's run
+    /// index.
+    pub categories: Vec<Option<String>>,
+}
+
+/// What a caller asks of a job's comparison beyond each side's outcome.
+#[derive(Debug, Clone, Copy)]
+pub struct Asks {
+    /// The baseline's detail: the summary's contradiction checks when it is a policy the
+    /// cluster ran.
+    pub baseline_detail: Detail,
+    /// The baseline side's category of each run (`watch`'s futile retries by category).
+    pub baseline_categories: bool,
 }
 
 /// A job under every side: the baseline's replay and each candidate's, in
@@ -42,8 +56,8 @@ pub struct SideCounts<'a> {
     pub candidates: &'a mut [CategoryCounts],
 }
 
-/// `history` under every side of `sets`: the baseline with `baseline_detail` (the summary's
-/// contradiction checks when it is a policy the cluster ran), each candidate for its outcome.
+/// `history` under every side of `sets`: the baseline with what `asks` asks of it, each
+/// candidate for its outcome.
 /// `Err`: the baseline could not replay it (nothing else is replayed). `counts`: where each
 /// side's category changes and collisions are added, when they are counted. `reclassify` is
 /// the worker's scratch; `history` is as it was given when this returns.
@@ -51,7 +65,7 @@ pub fn compare_job(
     sets: &PolicySets,
     settings: &Settings,
     history: &mut FailureHistory,
-    baseline_detail: Detail,
+    asks: Asks,
     reclassify: &mut Reclassify,
     mut counts: Option<SideCounts<'_>>,
 ) -> Result<JobCompared, String> {
@@ -65,7 +79,7 @@ pub fn compare_job(
             None => reclassify.apply(c, history, &mut scratch, None),
         }
     }
-    let mut side = |sim: &Simulator, counts: Option<&mut CategoryCounts>, detail: Detail| {
+    let mut side = |sim: &Simulator, counts: Option<&mut CategoryCounts>, detail: Detail, categories: bool| {
         let categorizer = sim.categorizer();
         let counts = counts.unwrap_or(&mut scratch);
         if let (false, Some(c)) = (shared, categorizer) {
@@ -80,10 +94,15 @@ pub fn compare_job(
                 None => 0,
             };
             counts.collisions += collisions;
+            let categories = match categories {
+                true => history.runs.iter().map(|r| r.category.clone()).collect(),
+                false => Vec::new(),
+            };
             SideReplayed {
                 report,
                 runs_left,
                 collisions,
+                categories,
             }
         });
         if let (false, Some(_)) = (shared, categorizer) {
@@ -95,7 +114,12 @@ pub fn compare_job(
         Some(SideCounts { baseline, candidates }) => (Some(baseline), Some(candidates)),
         None => (None, None),
     };
-    let baseline = side(&sets.baseline, baseline_counts, baseline_detail);
+    let baseline = side(
+        &sets.baseline,
+        baseline_counts,
+        asks.baseline_detail,
+        asks.baseline_categories,
+    );
     let compared = baseline.map(|baseline| JobCompared {
         baseline,
         candidates: sets
@@ -104,7 +128,7 @@ pub fn compare_job(
             .enumerate()
             .map(|(i, c)| {
                 let counts = candidate_counts.as_mut().and_then(|n| n.get_mut(i));
-                side(&c.simulator, counts, Detail::Outcome)
+                side(&c.simulator, counts, Detail::Outcome, false)
             })
             .collect(),
     });

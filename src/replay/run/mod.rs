@@ -41,7 +41,7 @@ mod job;
 mod plain;
 
 pub use baseline::{compare, compare_inspected, CompareFold, Inspect};
-pub use compared::{compare_job, JobCompared, SideCounts, SideReplayed};
+pub use compared::{compare_job, Asks, JobCompared, SideCounts, SideReplayed};
 pub use counts::{tally_job, tally_job_with, CompareTally, Finished, Folded, IncidentCount, TrialCount, LOST_NAMED};
 pub use job::{as_side, replay_job, replay_job_detailed, runs_left, runs_left_after, runs_left_matched, JobFacts};
 pub use plain::{replay, ReplayFold};

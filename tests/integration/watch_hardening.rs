@@ -1,0 +1,262 @@
+//! `retryctl watch` past the happy path (docs/watch.md "Its HTTP server", "Durable", "When the
+//! database goes away"): a header trickled is closed after the header timeout, a header past
+//! 64 KiB is 431, idle and half-sent connections past the file limit never lock a scrape out;
+//! a job stamped in the future does not hide the jobs after it; `--state` is one watch's (a
+//! second refused, a FIFO refused without blocking, bytes that are not a state refused and
+//! kept); a database that accepts and then answers nothing makes `/healthz` 503; what no poll
+//! can fix is refused at the start.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::support::pg;
+use crate::support::{lookout_rows, retryctl, temp_home};
+use crate::watch::{state_file, week, Watch, CURRENT};
+
+/// The open descriptors of process `pid`.
+fn descriptors(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, |d| d.count())
+}
+
+/// Raises this process's soft file limit to its hard one (the test opens many sockets).
+fn more_files() {
+    // SAFETY: getrlimit/setrlimit on a struct of this function's.
+    unsafe {
+        let mut lim = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim);
+        lim.rlim_cur = lim.rlim_max;
+        libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
+    }
+}
+
+#[test]
+fn the_http_server_is_bounded_whatever_the_clients_do() {
+    more_files();
+    let home = temp_home();
+    let dead = format!("postgresql://lookout@127.0.0.1:{}/lookout", pg::free_port());
+    let state = state_file(home.path());
+    // Run under a file limit of 1,024, as a pod's default.
+    let mut cmd = crate::watch::command_for(home.path(), &dead, &state, &[]);
+    // SAFETY: setrlimit is async-signal-safe.
+    unsafe {
+        cmd.pre_exec(|| {
+            let lim = libc::rlimit {
+                rlim_cur: 1024,
+                rlim_max: 1024,
+            };
+            libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
+            Ok(())
+        });
+    }
+    let w = Watch::spawn(cmd);
+    let addr = w.url.trim_start_matches("http://").to_string();
+    // 64 KiB of header and more: 431, and the connection closed.
+    let mut big = TcpStream::connect(&addr).unwrap();
+    let header = format!(
+        "GET /metrics HTTP/1.1\r\nHost: x\r\nX-Big: {}\r\n\r\n",
+        "a".repeat(70 * 1024)
+    );
+    let _ = big.write_all(header.as_bytes());
+    let mut answer = String::new();
+    big.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let _ = big.read_to_string(&mut answer);
+    assert!(answer.starts_with("HTTP/1.1 431 "), "{answer:?}");
+    // 1,500 half-sent requests: more than the file limit allows at once.
+    let mut half: Vec<TcpStream> = Vec::new();
+    for _ in 0..1500 {
+        if let Ok(mut s) = TcpStream::connect(&addr) {
+            let _ = s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n");
+            half.push(s);
+        }
+    }
+    // A scrape still answers, and the descriptors stay under the limit.
+    let started = Instant::now();
+    let (status, body) = w.get("/metrics");
+    assert_eq!(status, 200, "{body}");
+    assert!(started.elapsed() < Duration::from_secs(10), "{:?}", started.elapsed());
+    let open = descriptors(w.child.id());
+    assert!(open <= 1024 - 16, "{open} descriptors open");
+    drop(half);
+    // A header trickled a byte every 5 seconds is closed once 30 seconds have passed.
+    let mut slow = TcpStream::connect(&addr).unwrap();
+    slow.set_read_timeout(Some(Duration::from_millis(100))).unwrap();
+    let start = Instant::now();
+    let mut buf = [0u8; 256];
+    let closed = loop {
+        if slow.write_all(b"X").is_err() {
+            break start.elapsed();
+        }
+        match slow.read(&mut buf) {
+            Ok(0) => break start.elapsed(),
+            Ok(_) => break start.elapsed(),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock || e.kind() == std::io::ErrorKind::TimedOut => {}
+            Err(_) => break start.elapsed(),
+        }
+        assert!(start.elapsed() < Duration::from_secs(60), "still open after 60 s");
+        std::thread::sleep(Duration::from_secs(5));
+    };
+    assert!(closed >= Duration::from_secs(25), "closed after {closed:?}");
+}
+
+#[test]
+fn a_job_stamped_in_the_future_hides_none_of_the_jobs_after_it() {
+    let Some(mut db) = pg::lookout_db("watch_future") else {
+        return;
+    };
+    let lines = week();
+    let home = temp_home();
+    let mut w = Watch::start(home.path(), &db.dsn, &state_file(home.path()), &[]);
+    w.health(200);
+    // One job ends "20 minutes from now" (a skewed ingester's clock)…
+    lookout_rows::load_ended(&mut db.client, &(lines[0].clone() + "\n"), "", Some("-20 minutes"));
+    w.until("the job from the future", |m| m.jobs() == 1.0);
+    // … and 10 jobs end after it, in real time: every one is counted.
+    crate::watch::arrive(&mut db.client, &lines[1..11], "0s");
+    w.until("the 10 jobs after it", |m| m.jobs() == 11.0);
+}
+
+#[test]
+fn a_state_is_one_watchs_own_and_only_a_state_is_read() {
+    let home = temp_home();
+    let dead = format!("postgresql://lookout@127.0.0.1:{}/lookout", pg::free_port());
+    let state = state_file(home.path());
+    let first = Watch::start(home.path(), &dead, &state, &["--poll", "1h"]);
+    // A second watch on the same --state: refused at the start.
+    let out = crate::watch::command_for(home.path(), &dead, &state, &["--poll", "1h"])
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let lock = home.path().join(".watch.json.lock");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        format!(
+            "error: `--state` `{}` is in use: another retryctl watch holds it (its lock `{}`)\n\nhint: stop the other watch, or give this one a --state of its own\n",
+            state.display(),
+            lock.display()
+        )
+    );
+    drop(first);
+    // A FIFO: refused at once, without opening it (which would block).
+    let fifo = home.path().join("fifo.json");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: mkfifo with a valid C string.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let started = Instant::now();
+    let out = crate::watch::command_for(home.path(), &dead, &fifo, &[])
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    assert!(started.elapsed() < Duration::from_secs(20));
+    assert_eq!(out.status.code(), Some(3));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        format!(
+            "error: `--state` `{}` is not a regular file (a FIFO): watch keeps its state in a file of its own\n",
+            fifo.display()
+        )
+    );
+    // Bytes that are not a state: exit 3, and the file is left as it was.
+    let junk = home.path().join("junk.json");
+    let bytes: Vec<u8> = (0..=255u8).cycle().take(4096).collect();
+    std::fs::write(&junk, &bytes).unwrap();
+    let out = crate::watch::command_for(home.path(), &dead, &junk, &[])
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(std::fs::read(&junk).unwrap(), bytes);
+    // A link planted at a temporary name of the state's is never written through.
+    let victim = home.path().join("victim");
+    std::fs::write(&victim, "untouched").unwrap();
+    let state2 = home.path().join("s2.json");
+    std::os::unix::fs::symlink(&victim, home.path().join(".s2.json.tmp")).unwrap();
+    let w = Watch::start(home.path(), &dead, &state2, &["--poll", "1h"]);
+    let (code, _, log) = w.signal("TERM");
+    assert_eq!(code, Some(0), "{log}");
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "untouched");
+    assert!(std::fs::read_to_string(&state2)
+        .unwrap()
+        .contains("retryctl watch state"));
+}
+
+/// A database that accepts connections and then answers nothing (no reset).
+fn black_hole() -> (String, Arc<AtomicBool>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let held = stop.clone();
+    std::thread::spawn(move || {
+        let mut open = Vec::new();
+        for s in listener.incoming() {
+            if held.load(Ordering::Relaxed) {
+                break;
+            }
+            if let Ok(s) = s {
+                open.push(s);
+            }
+        }
+    });
+    (format!("postgresql://lookout@127.0.0.1:{}/lookout", addr.port()), stop)
+}
+
+#[test]
+fn a_database_that_answers_nothing_makes_healthz_503() {
+    let home = temp_home();
+    let (dsn, _stop) = black_hole();
+    let state = state_file(home.path());
+    let started = Instant::now();
+    let mut w = Watch::start(home.path(), &dsn, &state, &["--poll", "2s"]);
+    let body = w.health(503);
+    // 3 polls failed in a row within 3 × (--poll + 30 s).
+    assert!(
+        started.elapsed() <= 3 * Duration::from_secs(2 + 30),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(
+        body.starts_with("waiting for the first poll") || body.contains("polls failed in a row"),
+        "{body}"
+    );
+    w.until("3 failed polls", |m| {
+        m.sum("retryctl_watch_poll_errors_total", &["reason=\"connect\""]) >= 3.0
+    });
+    assert!(w.log().contains("answered nothing within"), "{}", w.log());
+}
+
+#[test]
+fn watch_refuses_at_the_start_what_no_poll_can_fix() {
+    let home = temp_home();
+    let run = |dsn: &str, extra: &[&str]| {
+        let out = retryctl(home.path())
+            .env("LOOKOUT_DB", dsn)
+            .args(["watch", "--baseline", CURRENT, "--state"])
+            .arg(home.path().join("s.json"))
+            .args(extra)
+            .timeout(Duration::from_secs(60))
+            .output()
+            .unwrap();
+        (out.status.code(), String::from_utf8(out.stderr).unwrap())
+    };
+    let dead = "postgresql://lookout@127.0.0.1:1/lookout";
+    let (code, err) = run(dead, &["--listen", "256.0.0.1:80"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.starts_with("error: invalid `--listen` address `256.0.0.1:80`: not an address to listen on ("),
+        "{err}"
+    );
+    let (code, err) = run("postgresql://lookout:s3cret@127.0.0.1:notaport/lookout", &[]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.starts_with("error: invalid `--lookout-db` `"), "{err}");
+    assert!(!err.contains("s3cret"), "{err}");
+    assert!(!Path::new(&home.path().join("s.json")).exists());
+}
