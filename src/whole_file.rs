@@ -89,6 +89,21 @@ pub fn write_whole(target: &Path, bytes: &[u8], mode: Mode) -> io::Result<()> {
     f.commit()
 }
 
+/// Writes `target` whole with what `write` writes, through a buffer (a document written as
+/// it is made, never held whole in memory).
+pub fn write_whole_with(
+    target: &Path,
+    mode: Mode,
+    write: impl FnOnce(&mut io::BufWriter<&mut WholeFile>) -> io::Result<()>,
+) -> io::Result<()> {
+    let mut f = WholeFile::create(target, mode)?;
+    let mut out = io::BufWriter::with_capacity(64 * 1024, &mut f);
+    write(&mut out)?;
+    out.flush()?;
+    drop(out);
+    f.commit()
+}
+
 fn directory_of(target: &Path) -> &Path {
     match target.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,

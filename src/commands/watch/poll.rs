@@ -229,11 +229,13 @@ impl Poller {
         let now = db::database_now(&keys_db).map_err(|e| Failed::new(Reason::Read, e))?;
         self.not_ahead_of(now);
         let mut polled = Polled::default();
-        let pages = self.state().waiting.pages(PAGE);
-        for ids in pages {
-            if self.shared.stop.is_set() {
+        let mut after: Option<String> = None;
+        loop {
+            let ids = self.state().waiting.page_after(after.as_deref(), PAGE);
+            if ids.is_empty() || self.shared.stop.is_set() {
                 break;
             }
+            after = ids.last().cloned();
             let keys: HashMap<String, Key> = {
                 let st = self.state();
                 ids.iter()

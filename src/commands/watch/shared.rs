@@ -20,7 +20,7 @@ use crate::suggest::verdict::{judge, Decision, Judged};
 use crate::watch::metrics::Counters;
 use crate::watch::schedule::Health;
 use crate::watch::state::State;
-use crate::whole_file::{write_whole, Mode};
+use crate::whole_file::{write_whole_with, Mode};
 
 /// What the flags say, checked before anything is read.
 pub(super) struct Flags {
@@ -91,11 +91,12 @@ impl Shared {
     /// count only once the file holds it.
     pub(super) fn save(&self) -> std::io::Result<()> {
         let _one = self.saving.lock().unwrap_or_else(|e| e.into_inner());
-        let (text, published) = {
+        let published = {
+            // Written from the state as it stands: no copy of the document in memory.
             let st = self.state.lock().unwrap_or_else(|e| e.into_inner());
-            (st.to_json(), self.publishable(&st))
+            write_whole_with(&self.path, Mode::New, |out| st.write_json(out))?;
+            self.publishable(&st)
         };
-        write_whole(&self.path, text.as_bytes(), Mode::New)?;
         *self.published.lock().unwrap_or_else(|e| e.into_inner()) = published;
         Ok(())
     }
