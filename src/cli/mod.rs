@@ -47,8 +47,8 @@ pub use local::{
 pub use max_contradictions::MaxContradictions;
 pub use record::{HistoryArgs, HistoryOutput, WatchArgs};
 pub use replay::{
-    EngineArg, ExecutorConfigFormat, MergeArgs, MergeOutput, ReplayArgs, SchedulerArgs, SimulateArgs, SimulateOutput,
-    SuggestArgs, SuggestOutput, TuneArgs, TuneOutput, WindowArgs,
+    EngineArg, ExecutorConfigFormat, IncidentsArg, MergeArgs, MergeOutput, ReplayArgs, SchedulerArgs, SimulateArgs,
+    SimulateOutput, SuggestArgs, SuggestOutput, TuneArgs, TuneOutput, WindowArgs,
 };
 pub use resources::{
     ApplyArgs, ClusterArgs, CreateArgs, CreateResource, DeleteArgs, DeleteFlags, DeletePolicyFlags, DeleteResource,

@@ -142,6 +142,19 @@ pub struct ReplayArgs {
     #[arg(long, value_name = "TIME")]
     pub backtest_at: Option<String>,
 
+    /// Incident windows: `auto` finds the hours in which far more jobs failed than the
+    /// history's own rate explains (an outage) and leaves their failed runs out of what is
+    /// learned (the estimates' rates, suggest's signatures); `off` finds none (--incident's
+    /// windows still count).
+    #[arg(long, value_enum, value_name = "MODE", default_value = "auto")]
+    pub incidents: IncidentsArg,
+
+    /// A window to leave out of what is learned, by hand (a change window, an outage you
+    /// know of): `FROM/TO`, two RFC 3339 times; repeatable; merged with a detected window it
+    /// overlaps.
+    #[arg(long = "incident", value_name = "FROM/TO")]
+    pub incident: Vec<String>,
+
     /// Replay only the jobs of shard I of N (`0/4`: files by byte range, stdin by FNV-1a of
     /// the job id, Lookout by a hash in its query, which needs `--to`); with `-o partial`,
     /// write the shard's part of the answer, which `retryctl merge` adds up.
@@ -157,6 +170,13 @@ pub struct ReplayArgs {
     /// say how many, and exit 0; without it they make the exit status 3.
     #[arg(long)]
     pub skip_invalid: bool,
+}
+
+/// `--incidents`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum IncidentsArg {
+    Auto,
+    Off,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -33,8 +33,9 @@ use super::stderr::Stderr;
 use super::text::shown_lines;
 use super::words::{
     backtest_details, backtest_sentence, category_changes_words, collisions_words, compute_recorded, estimate_shares,
-    expected_hours, failed_expectations, hours_changes, plan_sentence, recorded_replayed, runs_words, seconds_words,
-    shares, side_words, with_errors, CLUSTER_BASELINE, ESTIMATE_METHOD, PAST_THE_RECORD, PLAN_TITLE, RETRIES_ONLY,
+    expected_hours, failed_expectations, hours_changes, incidents_line, plan_sentence, recorded_replayed, runs_words,
+    seconds_words, shares, side_words, with_errors, CLUSTER_BASELINE, ESTIMATE_METHOD, PAST_THE_RECORD, PLAN_TITLE,
+    RETRIES_ONLY,
 };
 use crate::replay::categorize::CategoryCounts;
 
@@ -514,6 +515,9 @@ fn plan_page(
             x.words(|id| format!("<code>{}</code>", esc(id)))
         );
     }
+    if let Some(line) = e.incidents.as_ref().and_then(incidents_line) {
+        let _ = writeln!(b, "<p class=\"note\">Incidents: {}.</p>", esc(&line));
+    }
     b.push_str("</section>\n");
     if let Some(bt) = &e.backtest {
         backtest_section(&mut b, bt);
@@ -799,6 +803,9 @@ fn replay_page(s: &Summary, e: &Estimates) -> String {
         .collect();
     if !kinds.is_empty() {
         let _ = write!(b, "<p class=\"note\">Decisions by kind: {}.</p>", kinds.join(" · "));
+    }
+    if let Some(line) = e.incidents.as_ref().and_then(incidents_line) {
+        let _ = writeln!(b, "<p class=\"note\">Incidents: {}.</p>", esc(&line));
     }
     b.push_str("</section>\n");
     if let Some(bt) = &e.backtest {

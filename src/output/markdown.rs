@@ -27,8 +27,8 @@ use super::text::shown;
 use super::words::{
     backtest_details, backtest_sentence, candidate_estimate_words, category_changes_words, collisions_words,
     compute_recorded, estimate_words, expected_hours, expected_words, failed_expectations, hours_changes,
-    plan_sentence, rate_words, recorded_replayed, runs_words, seconds_words, side_words, transition_note, with_errors,
-    without_estimate, CLUSTER_BASELINE, ESTIMATE_METHOD, PLAN_TITLE, RETRIES_ONLY,
+    incidents_line, plan_sentence, rate_words, recorded_replayed, runs_words, seconds_words, side_words,
+    transition_note, with_errors, without_estimate, CLUSTER_BASELINE, ESTIMATE_METHOD, PLAN_TITLE, RETRIES_ONLY,
 };
 use crate::replay::categorize::CategoryCounts;
 
@@ -213,6 +213,9 @@ fn plan(c: &Comparison, e: &Estimates, listed: &Listed<Row>, mode: Mode) -> Stri
     if let Some(b) = &e.backtest {
         let _ = writeln!(m, "{}\n", backtest_line(b));
     }
+    if let Some(line) = e.incidents.as_ref().and_then(incidents_line) {
+        let _ = writeln!(m, "**Incidents:** {}.\n", text(&line));
+    }
     if let Some(s) = &c.categories {
         for (side, counts) in [("baseline", &s.baseline), ("candidate", &s.candidate)] {
             categories(&mut m, counts, &format!("{side}: "));
@@ -389,6 +392,9 @@ fn report(s: &Summary, e: &Estimates) -> String {
     }
     if let Some(b) = &e.backtest {
         let _ = writeln!(m, "\n{}", backtest_line(b));
+    }
+    if let Some(line) = e.incidents.as_ref().and_then(incidents_line) {
+        let _ = writeln!(m, "\n**Incidents:** {}.", text(&line));
     }
     if !rows.is_empty() || s.pending > a.without_estimate {
         let _ = writeln!(m, "\n<sub>{}</sub>", estimates_note());

@@ -298,10 +298,30 @@ pub fn summary_json(s: &Summary, e: &Estimates) -> Value {
     if let (Some(b), Value::Object(m)) = (&e.backtest, &mut v) {
         m.insert("backtest".into(), backtest_json(b));
     }
+    if let (Some(i), Value::Object(m)) = (incidents_json(e), &mut v) {
+        m.insert("incidents".into(), i);
+    }
     if let (Some(c), Value::Object(m)) = (&s.categories, &mut v) {
         m.extend(categories_json(c));
     }
     v
+}
+
+/// The incident windows a replay found or was given, and what they left out of the estimates
+/// (docs/reference/suggest.md "Incidents"); `None` without a window.
+pub fn incidents_json(e: &Estimates) -> Option<Value> {
+    let s = e.incidents.as_ref().filter(|s| !s.windows.is_empty())?;
+    let windows: Vec<Value> = s
+        .windows
+        .iter()
+        .map(|w| json!({"from": w.from.to_string(), "to": w.to.to_string(), "detected": w.detected, "given": w.given}))
+        .collect();
+    Some(json!({
+        "windows": windows,
+        "failedRuns": s.failed_runs,
+        "inWindows": s.in_windows,
+        "trialsLeftOut": s.trials_left_out,
+    }))
 }
 
 /// docs/estimates.md's `backtest` object, figures unrounded.
@@ -448,6 +468,9 @@ pub fn comparison_totals_json(c: &Comparison, e: &Estimates) -> Map<String, Valu
     };
     if let Some(b) = &e.backtest {
         m.insert("backtest".into(), backtest_json(b));
+    }
+    if let Some(i) = incidents_json(e) {
+        m.insert("incidents".into(), i);
     }
     if let Some(e) = &c.explained {
         m.insert("explained".into(), explained_json(e));

@@ -29,9 +29,9 @@ use super::stderr::Stderr;
 use super::text::shown;
 use super::words::{
     backtest_details, backtest_sentence, candidate_estimate_words, category_changes_items, collisions_words,
-    compute_recorded, estimate_words, expected_words, failed_expectations, hours_changes, plan_sentence,
-    recorded_replayed, runs_words, seconds_words, side_words, successes_words, transition_note, with_errors,
-    without_estimate, CLUSTER_BASELINE, METHOD_LINE, RETRIES_ONLY,
+    compute_recorded, estimate_words, expected_words, failed_expectations, hours_changes, incidents_line,
+    plan_sentence, recorded_replayed, runs_words, seconds_words, side_words, successes_words, transition_note,
+    with_errors, without_estimate, CLUSTER_BASELINE, METHOD_LINE, RETRIES_ONLY,
 };
 use super::Style;
 
@@ -173,6 +173,9 @@ pub fn write_summary(out: &mut dyn Write, style: Style, s: &Summary, e: &Estimat
         s.retries, s.total_delay
     )?;
     writeln!(out, "  compute:   {}", compute_recorded(s))?;
+    if let Some(line) = e.incidents.as_ref().and_then(incidents_line) {
+        writeln!(out, "  incidents: {line}")?;
+    }
     if s.pending > 0 {
         let a = &e.asked;
         let without = without_estimate(a);
@@ -537,6 +540,9 @@ impl Sink for TableSink<'_> {
                 }
                 writeln!(self.out)?;
                 write_comparison(self.out, self.style, comparison)?;
+                if let Some(line) = estimates.incidents.as_ref().and_then(incidents_line) {
+                    writeln!(self.out, "  incidents: {line}")?;
+                }
                 write_estimate_line(self.out, comparison, estimates, self.estimated)
             }
             (Totals::Replay { .. }, Mode::Compare { .. }) => Ok(()),

@@ -315,6 +315,23 @@ pub fn failed_expectations(s: &Summary, id: impl Fn(&str) -> String) -> String {
     list
 }
 
+/// The incident windows a replay found (docs/reference/suggest.md "Incidents"), when it found
+/// or was given some: `3 windows, 265 of 1456 failed runs (18.2%); 120 trials left out of the
+/// estimates`.
+pub fn incidents_line(s: &crate::replay::incidents::Seen) -> Option<String> {
+    if s.windows.is_empty() {
+        return None;
+    }
+    let share = s.in_windows as f64 / s.failed_runs.max(1) as f64 * 100.0;
+    Some(format!(
+        "{}, {} of {} failed runs ({share:.1}%); {} left out of the estimates",
+        plural(s.windows.len() as u64, "window", "windows"),
+        s.in_windows,
+        s.failed_runs,
+        plural(s.trials_left_out, "trial", "trials")
+    ))
+}
+
 /// docs/estimates.md's sentence: `estimates were within N points on jobs submitted at or after T`.
 pub fn backtest_sentence(b: &Backtest) -> String {
     format!(

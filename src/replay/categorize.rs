@@ -190,6 +190,12 @@ impl Reclassify {
         }
     }
 
+    /// Whether run `k` of the history [`Reclassify::apply`] last classified kept its pod
+    /// (a classified failed run whose category is not `Delete`).
+    pub fn retained(&self, k: usize) -> bool {
+        self.retained.get(k).copied().unwrap_or(false)
+    }
+
     /// The collisions of a side's report of the history [`Reclassify::apply`] last
     /// classified: under the upstream engine (the design gives every retry a new pod name),
     /// its Retry decisions on runs whose pod is retained.

@@ -231,6 +231,18 @@ impl ClassTrials {
         self.next_run_ns += other.next_run_ns;
     }
 
+    /// Takes out `other`'s trials, counted here before (saturating: a partial edited by hand
+    /// cannot take a count below zero).
+    fn take_out(&mut self, other: &ClassTrials) {
+        for d in 0..DEPTHS {
+            for (mine, theirs) in [(&mut self.train[d], other.train[d]), (&mut self.test[d], other.test[d])] {
+                mine.trials = mine.trials.saturating_sub(theirs.trials);
+                mine.successes = mine.successes.saturating_sub(theirs.successes).min(mine.trials);
+            }
+        }
+        self.next_run_ns = self.next_run_ns.saturating_sub(other.next_run_ns);
+    }
+
     /// The tally at depth bucket `d` (0-based).
     pub fn at(&self, fit: Fit, d: usize) -> Tally {
         let mut t = self.train[d];
@@ -360,21 +372,108 @@ fn into_rest(rest: &mut ClassTrials) -> impl FnOnce(ClassTrials) + '_ {
     move |t| rest.merge(&t)
 }
 
+/// Where the trial of a failed run goes ([`Trials::add_history_where`]), by the time its
+/// failed run ended (docs/reference/suggest.md "Incidents").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Place {
+    /// Counted.
+    Count,
+    /// Counted, and kept by the 5-minute slot of its time ([`TimedTrials`]): a window found
+    /// once every job is counted may hold it.
+    Slot(i64),
+    /// In a window known already: not counted.
+    Leave,
+}
+
+/// The trials counted with a time, by the 5-minute slot their failed run ended in and by
+/// class: what [`Trials::take_out`] takes out again when a window found at the end holds
+/// their slot. Its size is the span's slots times the classes, not the trials.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(transparent)]
+pub struct TimedTrials(#[serde(with = "pairs")] BTreeMap<i64, Vec<(FailureClass, ClassTrials)>>);
+
+impl TimedTrials {
+    fn slot(&mut self, slot: i64, class: ClassRef<'_>) -> &mut ClassTrials {
+        let list = self.0.entry(slot).or_default();
+        let at = match list.iter().position(|(c, _)| ClassRef::of(c) == class) {
+            Some(at) => at,
+            None => {
+                list.push((class.to_owned(), ClassTrials::default()));
+                list.len() - 1
+            }
+        };
+        &mut list[at].1
+    }
+
+    pub fn merge(&mut self, other: &TimedTrials) {
+        for (slot, list) in &other.0 {
+            for (class, t) in list {
+                self.slot(*slot, ClassRef::of(class)).merge(t);
+            }
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
 impl Trials {
     /// Counts every trial of one job's recorded history; `test`: the job was submitted at
     /// or after `--backtest-at`.
     pub fn add_history(&mut self, history: &FailureHistory, test: bool) {
+        self.add_history_where(history, test, |_| Place::Count, &mut TimedTrials::default());
+    }
+
+    /// [`Trials::add_history`], each trial placed by `place` (of its failed run's index):
+    /// counted, counted and kept in `timed` by its slot, or left out. Returns the trials left
+    /// out.
+    pub fn add_history_where(
+        &mut self,
+        history: &FailureHistory,
+        test: bool,
+        place: impl Fn(usize) -> Place,
+        timed: &mut TimedTrials,
+    ) -> u64 {
         let mut depth = 0u32;
-        for pair in history.runs.windows(2) {
+        let mut left = 0;
+        for (k, pair) in history.runs.windows(2).enumerate() {
             if pair[0].outcome != Outcome::Failed {
                 continue;
             }
             depth = depth.saturating_add(1);
             let success = pair[1].outcome == Outcome::Succeeded;
             let next = pair[1].run_for.0;
+            let class = class_ref(&pair[0]);
+            match place(k) {
+                Place::Leave => {
+                    left += 1;
+                    continue;
+                }
+                Place::Slot(slot) => timed.slot(slot, class).add(depth, success, test, next),
+                Place::Count => {}
+            }
             self.all.add(depth, success, test, next);
-            self.slot(class_ref(&pair[0])).add(depth, success, test, next);
+            self.slot(class).add(depth, success, test, next);
         }
+        left
+    }
+
+    /// Takes out the trials `timed` holds in the slots `holds` says a window holds; returns
+    /// how many.
+    pub fn take_out(&mut self, timed: &TimedTrials, holds: impl Fn(i64) -> bool) -> u64 {
+        let mut out = 0;
+        for (slot, list) in &timed.0 {
+            if !holds(*slot) {
+                continue;
+            }
+            for (class, t) in list {
+                self.slot(ClassRef::of(class)).take_out(t);
+                self.all.take_out(t);
+                out += t.total(Fit::All).trials;
+            }
+        }
+        out
     }
 
     /// The trials of `class`, or the rest's when it is past a cap.

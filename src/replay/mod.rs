@@ -31,6 +31,7 @@ pub mod estimate;
 pub mod explained;
 mod export_totals;
 pub mod fallback;
+pub mod incidents;
 pub mod json_lines;
 pub mod packed;
 pub mod parallel;

@@ -33,6 +33,7 @@ use crate::input::SourceFile;
 use super::backtest::Backtest;
 use super::compare::{ByClass, Comparison, JobDiff, Steps};
 use super::estimate::{Estimate, FailureClass, PendingSet, Rates, Sums};
+use super::incidents::Seen;
 use super::source::Progress;
 use super::summary::Summary;
 
@@ -99,6 +100,9 @@ pub struct Estimates {
     pub pending: Sums,
     /// With `--backtest-at` (docs/estimates.md).
     pub backtest: Option<Backtest>,
+    /// With incidents looked for (docs/reference/suggest.md "Incidents"): the windows and
+    /// what they left out of the rates.
+    pub incidents: Option<Seen>,
 }
 
 impl Estimates {
@@ -116,6 +120,7 @@ impl Estimates {
             rates,
             by_class,
             backtest,
+            incidents: None,
         }
     }
 }

@@ -426,7 +426,7 @@ mod tests {
             default_note: Some("(default): learned from 1 signature".into()),
             ..Settings::default()
         };
-        let u = upstream_documents(&settings, &documented, &[], None, None, "h");
+        let u = upstream_documents(&settings, &documented, &[], None, None, "h", &[]);
         assert_eq!((u.policy_retry_limit, u.written_retry_limit), (Some(4), 4));
         assert_eq!(
             (u.raises.as_slice(), u.cut.as_slice()),
@@ -439,7 +439,7 @@ mod tests {
             "{}",
             u.policy
         );
-        let u = upstream_documents(&settings, &documented, &[], Some("today/0"), None, "h");
+        let u = upstream_documents(&settings, &documented, &[], Some("today/0"), None, "h", &[]);
         assert_eq!(u.written_retry_limit, 2);
         assert_eq!(u.cut, ["category:gpu", "(default)"]);
         assert_eq!(u.cut_by.as_deref(), Some("today/0"));
@@ -706,7 +706,9 @@ pub fn shaped(block: &str, deployed: Option<&Deployed<'_>>) -> (String, Shape) {
 /// The upstream dialect: the executor's categorizer (`deployed` with the new categories
 /// first, or a new one) and a v1beta1 policy whose rules match the categories.
 /// `kept`: today's first policy's rules (after the proposed ones); `raise_blocked`: the rule
-/// of today's that a higher `retryLimit` would retry further (`today::raise_blocked_by`).
+/// of today's that a higher `retryLimit` would retry further (`today::raise_blocked_by`);
+/// `collide`: deployed categories made `Delete` because today's retries of them collide.
+#[allow(clippy::too_many_arguments)] // the documents' inputs, each its own part of the proposal
 pub fn upstream_documents(
     settings: &Settings,
     rules: &[Documented<'_>],
@@ -714,12 +716,15 @@ pub fn upstream_documents(
     raise_blocked: Option<&str>,
     deployed_file: Option<Deployed<'_>>,
     header: &str,
+    collide: &[String],
 ) -> Upstream {
     let deployed = deployed_file.as_ref().map(|d| d.config);
     let mut categories: Vec<NewCategory> = Vec::new();
     let mut policy_rules: Vec<PolicyRule> = Vec::new();
     let mut rule_index = Vec::with_capacity(rules.len());
-    let mut delete_existing: Vec<String> = Vec::new();
+    // Deployed categories whose kept pods today's retries collide with (`collide`: no trial of
+    // theirs ever ran), deleted so that they can.
+    let mut delete_existing: Vec<String> = collide.to_vec();
     let mut merged: Vec<Merged> = Vec::new();
     for d in rules {
         let r = d.rule;

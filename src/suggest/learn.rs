@@ -7,9 +7,11 @@
 //! signatures past its first 10,000 as [`PastSignature`]s, added last.
 //!
 //! Owns: the split at `--backtest-at` (jobs before it are learned from, the later ones
-//! tested on) and the counts beside the signatures (jobs on each side, entries not read, jobs
-//! without `submittedAt`, the estimates' trials). Pure: no I/O; what is spooled or said on
-//! stderr is `commands::suggest`'s.
+//! tested on), the counts beside the signatures (jobs on each side, entries not read, jobs
+//! without `submittedAt`, the estimates' trials), the failed runs' times of every job read
+//! for the incident windows ([`see_job`]: every queue's, docs/reference/suggest.md
+//! "Incidents"), and which retries collided ([`collisions`]). Pure: no I/O; what is spooled
+//! or said on stderr is `commands::suggest`'s.
 
 use std::fmt::Write;
 
@@ -17,10 +19,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::engine::job_report::RuleLabel;
 use crate::engine::simulator::Simulator;
-use crate::engine::Settings;
-use crate::model::failure_history::{FailureHistory, Timestamp};
+use crate::engine::{EngineKind, Settings};
+use crate::model::failure_history::{FailureHistory, Outcome, Run, Timestamp};
 use crate::model::policy::Action;
 use crate::replay::categorize::Reclassify;
+use crate::replay::incidents::{self, Detector, Look};
 use crate::replay::run::{as_side, Options, TrialCount};
 use crate::replay::source::Origin;
 
@@ -39,6 +42,61 @@ pub struct Unit {
     /// (`policy/index`, `policy/default`, or the decision's kind); `None`: not reached.
     today: Vec<Option<(Action, std::ops::Range<usize>)>>,
     labels: String,
+    /// Every job's failed runs' times (every queue's).
+    detector: Detector,
+    /// The job's runs' times ([`see_job`]), its failed runs' times, and which of its failed
+    /// runs' next runs collided (scratch).
+    ends: Vec<Option<i64>>,
+    times: Vec<i64>,
+    collided: Vec<bool>,
+}
+
+/// Every job read, whatever its queue: its runs' times, and with `detect` its failed runs'
+/// for the incident windows (docs/reference/suggest.md "Incidents": detection spans every job
+/// the verb reads). Before [`learn_job`], which reads the times.
+pub fn see_job(unit: &mut Unit, history: &FailureHistory, detect: bool) {
+    incidents::ends(history, &mut unit.ends);
+    if detect {
+        let untimed = incidents::failed_times(history, &unit.ends, &mut unit.times);
+        unit.detector.add_job(&unit.times, untimed);
+    }
+}
+
+/// Whether a returned lease's text is Kubernetes' refusal of a pod whose name is taken
+/// (`pods "armada-…-0" already exists`).
+fn already_exists(text: &str) -> bool {
+    text.find("pods \"")
+        .is_some_and(|at| text[at..].contains("\" already exists"))
+}
+
+/// The texts a run carries: its pod error, its containers' messages.
+fn texts(run: &Run) -> impl Iterator<Item = &str> {
+    run.pod_error
+        .as_deref()
+        .into_iter()
+        .chain(run.containers.iter().filter_map(|c| c.message.as_deref()))
+        .filter(|t| !t.is_empty())
+}
+
+/// Per run of `history`, into `out`: whether it is a failed run whose next run is a collided
+/// retry (docs/reference/suggest.md "A collided retry is no trial"): a returned lease whose
+/// text is Kubernetes' `pods "…" already exists`, or one without any text right after a
+/// failure whose pod `baseline`'s categorizer keeps (a run that started, failing with its own
+/// error or succeeding, is never one: its pod was made).
+pub fn collisions(history: &FailureHistory, baseline: &Simulator, out: &mut Vec<bool>) {
+    out.clear();
+    out.resize(history.runs.len(), false);
+    for (k, pair) in history.runs.windows(2).enumerate() {
+        let (run, next) = (&pair[0], &pair[1]);
+        if run.outcome != Outcome::Failed || next.outcome != Outcome::LeaseReturned {
+            continue;
+        }
+        let mut said = texts(next).peekable();
+        out[k] = match said.peek() {
+            Some(_) => said.any(already_exists),
+            None => baseline.categorizer().is_some_and(|c| c.classify(run).pod_retained()),
+        };
+    }
 }
 
 /// Where a job falls at `--backtest-at`.
@@ -56,8 +114,10 @@ pub fn note_exits(unit: &mut Unit, history: &FailureHistory) {
     unit.exits.add_job(history);
 }
 
-/// What `history` adds to `unit`: with `at`, its trials for the estimates' backtest; before
-/// `at` (or without it), its failed runs' signatures and what `baseline` decided of each.
+/// What `history` adds to `unit` (after [`see_job`]): with `at`, its trials for the
+/// estimates' backtest (`look`: the windows given, and detection, as the backtest's rates
+/// leave incidents out); before `at` (or without it), its failed runs' signatures and what
+/// `baseline` decided of each.
 pub fn learn_job(
     unit: &mut Unit,
     history: &mut FailureHistory,
@@ -65,6 +125,7 @@ pub fn learn_job(
     origin: &Origin,
     baseline: &Simulator,
     at: Option<Timestamp>,
+    look: &Look,
 ) -> Placed {
     // The estimates' trials, split at `--backtest-at` (their backtest; without one, the
     // comparison counts its own).
@@ -73,6 +134,7 @@ pub fn learn_job(
             backtest_at: at,
             shard: None,
             explain: false,
+            incidents: look.clone(),
         };
         unit.trials.add(history, origin, &options);
     }
@@ -93,7 +155,8 @@ pub fn learn_job(
     if !placed.test {
         // What the history says, and what today's policy does with it: the proposal keeps
         // the rules that decide today, so it must know them before pass 2 compares.
-        unit.learned.add_job(history);
+        collisions(history, baseline, &mut unit.collided);
+        unit.learned.add_job(history, &unit.ends, &unit.collided);
         let Unit {
             learned,
             reclassify,
@@ -127,6 +190,18 @@ pub fn learn_job(
                 Some((action, &labels[at]))
             });
         });
+        // Retries the replay says collide (upstream, a Retry of a failure whose pod the
+        // categorizer keeps) that the record shows ran: the record is right, the categorizer
+        // is not the one the cluster ran.
+        if baseline.categorizer().is_some() && baseline.engine() == EngineKind::Upstream {
+            for (k, pair) in history.runs.windows(2).enumerate() {
+                let retried = unit.today.get(k).is_some_and(|d| matches!(d, Some((Action::Retry, _))));
+                let started = matches!(pair[1].outcome, Outcome::Failed | Outcome::Succeeded);
+                if pair[0].outcome == Outcome::Failed && retried && started && unit.reclassify.retained(k) {
+                    unit.learned.collisions_ran += 1;
+                }
+            }
+        }
     }
     placed
 }
@@ -144,6 +219,8 @@ pub struct Learning {
     pub not_submitted: Option<(u64, String)>,
     /// The trials of every job (for the backtest of the estimates).
     pub trials: TrialCount,
+    /// Every job's failed runs' times, every queue's (the incident windows).
+    pub detector: Detector,
     /// Every queue's failed runs' exit codes, by container (`suggest::exits`).
     pub exits: ExitCodes,
 }
@@ -171,6 +248,7 @@ impl Learning {
             errors: 0,
             not_submitted: None,
             trials: TrialCount::default(),
+            detector: Detector::default(),
             exits: ExitCodes::default(),
         }
     }
@@ -178,6 +256,7 @@ impl Learning {
     /// A worker's unit, in the source's order.
     pub fn add_unit(&mut self, unit: Unit) {
         self.trials.merge(&unit.trials);
+        self.detector.merge(&unit.detector);
         self.learned.merge_unit(unit.learned);
         self.exits.merge(unit.exits);
     }
@@ -215,6 +294,7 @@ impl Learning {
             errors: self.errors,
             not_submitted: self.not_submitted,
             trials: self.trials,
+            detector: self.detector,
             exits: self.exits,
         }
     }
@@ -231,6 +311,7 @@ impl Learning {
             self.not_submitted.get_or_insert((0, first)).0 += n;
         }
         self.trials.merge(&t.trials);
+        self.detector.merge(&t.detector);
         self.exits.merge(t.exits);
         Ok(())
     }
@@ -253,5 +334,72 @@ pub struct ShardLearning {
     not_submitted: Option<(u64, String)>,
     trials: TrialCount,
     #[serde(default)]
+    detector: Detector,
+    #[serde(default)]
     exits: ExitCodes,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::failure_history::Container;
+
+    fn failed(category: &str) -> Run {
+        Run {
+            outcome: Outcome::Failed,
+            category: Some(category.into()),
+            containers: vec![Container {
+                name: "main".into(),
+                exit_code: 1,
+                ..Container::default()
+            }],
+            ..Run::default()
+        }
+    }
+
+    fn returned(text: Option<&str>) -> Run {
+        Run {
+            outcome: Outcome::LeaseReturned,
+            pod_error: text.map(str::to_string),
+            ..Run::default()
+        }
+    }
+
+    /// A returned lease saying Kubernetes' `already exists` is a collision whatever the
+    /// categorizer; one saying anything else is not; one saying nothing is when the baseline's
+    /// categorizer keeps the failed run's pod (none here: it keeps none); a run that started
+    /// never is.
+    #[test]
+    fn a_collision_is_a_returned_lease_after_a_kept_pod() {
+        let h = FailureHistory {
+            runs: vec![
+                failed("network"),
+                returned(Some("pods \"armada-01h-0\" already exists")),
+                failed("network"),
+                returned(Some("node drained")),
+                failed("network"),
+                returned(None),
+                failed("network"),
+                Run {
+                    outcome: Outcome::Succeeded,
+                    ..Run::default()
+                },
+            ],
+            ..FailureHistory::default()
+        };
+        let none = Simulator::new(Vec::new(), Vec::new(), None).unwrap();
+        let mut out = Vec::new();
+        collisions(&h, &none, &mut out);
+        assert_eq!(out, vec![true, false, false, false, false, false, false, false]);
+        // A categorizer that keeps `network`'s pods: the silent returned lease collided.
+        let yaml = "errorCategories:\n  enabled: true\n  categories:\n    - name: network\n      rules:\n        - onExitCodes: {operator: In, values: [1]}\n";
+        let parsed = crate::model::parse_documents(yaml, None);
+        let Some(crate::model::Resource::ErrorCategories(config)) = &parsed.documents[0].resource else {
+            panic!("{:?}", parsed.documents[0].diagnostics)
+        };
+        let classifier = crate::engine::categorizer::Classifier::new(config).unwrap();
+        let keeps = none.with_categorizer(Some(std::sync::Arc::new(classifier)));
+        collisions(&h, &keeps, &mut out);
+        assert_eq!(out, vec![true, false, false, false, true, false, false, false]);
+    }
 }

@@ -11,6 +11,7 @@
 pub mod check;
 pub mod documents;
 pub mod exits;
+pub mod incidents;
 pub mod learn;
 pub mod nodes;
 pub mod pattern;

@@ -99,6 +99,15 @@ pub enum NoRule {
     /// The documents have no room for it: signatures with more GPU- then CPU-hours (and the
     /// rules the proposal keeps or builds on) take every place a limit leaves.
     NoRoom(Full),
+    /// A `Fail` or a cut limit whose futile trials all lie on one UTC day (days since
+    /// 1970-01-01): one bad day is no rule (docs/reference/suggest.md "A Fail needs more than
+    /// one day").
+    FutilityOneDay {
+        day: i64,
+    },
+    /// Retried today, and every retry collided with the failed pod the executor keeps: no
+    /// trial left, and the retry stays, its category's pods deleted (upstream).
+    RetriesCollide,
     /// `--keep-categorizer`: its rule needs a category of its own, or a deployed category's
     /// action changed (a retried pod must not keep its name).
     KeepCategorizer,
@@ -234,6 +243,15 @@ impl std::fmt::Display for NoRule {
                 "its message's pattern would be {bytes} bytes, and a rule takes at most {MAX_PATTERN_BYTES}"
             ),
             NoRule::NoRoom(full) => write!(f, "{full}"),
+            NoRule::FutilityOneDay { day } => {
+                let date = crate::model::failure_history::Timestamp(day.saturating_mul(86_400_000_000_000)).to_string();
+                write!(
+                    f,
+                    "futility on one day: {}",
+                    &date[..date.find('T').unwrap_or(date.len())]
+                )
+            }
+            NoRule::RetriesCollide => f.write_str("retries collide: the executor keeps its pods"),
             NoRule::KeepCategorizer => f.write_str(
                 "--keep-categorizer: its rule needs a category of its own or a deployed category's action changed",
             ),
@@ -417,6 +435,11 @@ pub fn verdict(stats: &SignatureStats, knobs: &Knobs, engine: EngineKind) -> Ver
     {
         return Verdict::None(why);
     }
+    // Every retry collided (docs/reference/suggest.md "A collided retry is no trial"): today's
+    // Retry stays, the pods it collides with deleted.
+    if stats.trials.trials == 0 && stats.collided > 0 && retried_today(stats) {
+        return Verdict::None(NoRule::RetriesCollide);
+    }
     let mut v = learned(stats, knobs);
     // A signature's retry may avoid the node it failed on; the default's never does.
     if let Verdict::Rule(p) = &mut v {
@@ -444,6 +467,13 @@ fn learned(stats: &SignatureStats, knobs: &Knobs) -> Verdict {
         });
     }
     let l = limit(stats, knobs);
+    // A Fail or a limit below the deepest retry the record made needs futile trials on two
+    // days or more: an outage of one day says nothing of the next.
+    if l.depth < tried_depth(stats, knobs.max_limit) {
+        if let Some(day) = stats.futile_days.one_day(l.depth as usize) {
+            return Verdict::None(NoRule::FutilityOneDay { day });
+        }
+    }
     let action = if l.depth == 0 { Action::Fail } else { Action::Retry };
     Verdict::Rule(Proposed {
         extrapolated_from: l.extrapolated_from,
@@ -575,9 +605,30 @@ pub struct Proposal<'a> {
     pub default: Defaults,
 }
 
-/// Thin evidence: a signature decided as today for want of trials.
+/// Thin evidence: a signature decided as today for want of trials (or of trials that say
+/// more than one day or more than a collision).
 fn thin(why: &NoRule) -> bool {
-    matches!(why, NoRule::TooFewTrials { .. } | NoRule::ThinFirstRetry { .. })
+    matches!(
+        why,
+        NoRule::TooFewTrials { .. }
+            | NoRule::ThinFirstRetry { .. }
+            | NoRule::FutilityOneDay { .. }
+            | NoRule::RetriesCollide
+    )
+}
+
+/// Whether today's policy retried most of the signature's failed runs it decided.
+fn retried_today(s: &SignatureStats) -> bool {
+    let (mut retry, mut other) = (0u64, 0u64);
+    for (c, n) in &s.current {
+        match c {
+            super::stats::Current::Decided {
+                action: Action::Retry, ..
+            } => retry += n,
+            _ => other += n,
+        }
+    }
+    retry > other
 }
 
 /// Whether today's default decided most of the signature's failed runs that today's policy

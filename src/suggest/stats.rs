@@ -51,6 +51,8 @@ pub type Map<V> = HashMap<String, V, foldhash::fast::RandomState>;
 pub struct UnitLearned {
     pub jobs: u64,
     pub failed_runs: u64,
+    /// Retries the baseline's replay says collide that the record shows ran.
+    pub collisions_ran: u64,
     sigs: Vec<SignatureStats>,
     index: Map<usize>,
     /// Runs per node; the failed ones' signatures by this unit's slot.
@@ -65,8 +67,11 @@ pub struct UnitLearned {
 }
 
 impl UnitLearned {
-    /// Counts one job's failed runs and node runs.
-    pub fn add_job(&mut self, history: &FailureHistory) {
+    /// Counts one job's failed runs and node runs: `ends`, each run's time
+    /// (`replay::incidents::ends`, none when the record does not place it); `collided`, per
+    /// failed run, whether its next run is a collision (a retry that never ran: it is no trial
+    /// of it, docs/reference/suggest.md "A collided retry is no trial").
+    pub fn add_job(&mut self, history: &FailureHistory, ends: &[Option<i64>], collided: &[bool]) {
         self.jobs += 1;
         let gpu_milli = history.job.resources.and_then(|r| r.gpu_milli);
         let cpu_milli = history.job.resources.and_then(|r| r.cpu_milli);
@@ -112,11 +117,18 @@ impl UnitLearned {
                         }
                     }
                 }
-                if let Some(next) = next {
+                // A collided retry never ran (its lease was returned, its pod's name taken):
+                // counted apart, no trial.
+                let collided = next.is_some() && collided.get(k).copied().unwrap_or(false);
+                stats.collided += u64::from(collided);
+                if let Some(next) = next.filter(|_| !collided) {
                     let success = next.outcome == Outcome::Succeeded;
                     let bucket = (depth.clamp(1, DEPTHS as u32) - 1) as usize;
                     add_tally(&mut stats.trials, success);
                     add_tally(&mut stats.by_depth[bucket], success);
+                    if !success {
+                        stats.futile_days.add(bucket, ends.get(k).copied().flatten());
+                    }
                     let (g, c) = (
                         request_time(next.run_for, gpu_milli),
                         request_time(next.run_for, cpu_milli),
@@ -276,6 +288,95 @@ pub struct SignatureStats {
     pub other_node: Tally,
     /// Some run's message had a first line longer than the template keeps.
     pub cut: bool,
+    /// Trials that are none: the next run was a collided retry (docs/reference/suggest.md
+    /// "A collided retry is no trial").
+    pub collided: u64,
+    /// Failed runs in incident windows, left out of its trials (docs/reference/suggest.md
+    /// "Incidents"; 0 until the windows are found after pass 1).
+    pub in_incidents: u64,
+    /// Its futile trials by depth and day.
+    pub futile_days: FutileDays,
+}
+
+/// One UTC day, as days since 1970-01-01.
+pub fn day_of(t: i64) -> i64 {
+    t.div_euclid(86_400 * 1_000_000_000)
+}
+
+/// A signature's futile trials (the next run did not succeed) by depth bucket and the UTC
+/// day their failed run ended (docs/reference/suggest.md "A Fail needs more than one day"),
+/// and those whose time the record does not give.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FutileDays {
+    by: BTreeMap<(u8, i64), u64>,
+    untimed: [u64; DEPTHS],
+}
+
+impl FutileDays {
+    /// One futile trial at depth bucket `bucket` (0-based), its failed run ending at `time`.
+    pub fn add(&mut self, bucket: usize, time: Option<i64>) {
+        match time {
+            Some(t) => *self.by.entry((bucket as u8, day_of(t))).or_default() += 1,
+            None => self.untimed[bucket] += 1,
+        }
+    }
+
+    /// Takes out `o`'s trials, counted here before.
+    pub fn take_all(&mut self, o: &FutileDays) {
+        for (k, n) in &o.by {
+            if let Some(m) = self.by.get_mut(k) {
+                *m = m.saturating_sub(*n);
+                if *m == 0 {
+                    self.by.remove(k);
+                }
+            }
+        }
+        for (a, b) in self.untimed.iter_mut().zip(o.untimed) {
+            *a = a.saturating_sub(b);
+        }
+    }
+
+    pub fn merge(&mut self, o: &FutileDays) {
+        for (k, n) in &o.by {
+            *self.by.entry(*k).or_default() += n;
+        }
+        for (a, b) in self.untimed.iter_mut().zip(o.untimed) {
+            *a += b;
+        }
+    }
+
+    /// The one UTC day every futile trial at depth buckets `from` and deeper lies on, when
+    /// they all lie on one day and the record places each (`None`: two days or more, one it
+    /// cannot place, or none at all).
+    pub fn one_day(&self, from: usize) -> Option<i64> {
+        if self.untimed[from.min(DEPTHS)..].iter().any(|&n| n > 0) {
+            return None;
+        }
+        let mut days = self.by.keys().filter(|(b, _)| usize::from(*b) >= from).map(|(_, d)| *d);
+        let first = days.next()?;
+        days.all(|d| d == first).then_some(first)
+    }
+
+    /// As a partial holds it: `[bucket, day, trials]` in order, and the untimed by bucket.
+    fn out(&self) -> (Vec<(u8, i64, u64)>, [u64; DEPTHS]) {
+        (self.by.iter().map(|((b, d), n)| (*b, *d, *n)).collect(), self.untimed)
+    }
+
+    fn back(by: Vec<(u8, i64, u64)>, untimed: [u64; DEPTHS]) -> Result<FutileDays, String> {
+        let mut f = FutileDays {
+            by: BTreeMap::new(),
+            untimed,
+        };
+        for (b, d, n) in by {
+            if usize::from(b) >= DEPTHS {
+                return Err(format!(
+                    "a futile trial's depth bucket is {b}, past the {DEPTHS} there are"
+                ));
+            }
+            *f.by.entry((b, d)).or_default() += n;
+        }
+        Ok(f)
+    }
 }
 
 impl SignatureStats {
@@ -349,6 +450,9 @@ impl SignatureStats {
         merge_tally(&mut self.same_node, o.same_node);
         merge_tally(&mut self.other_node, o.other_node);
         self.cut |= o.cut;
+        self.collided += o.collided;
+        self.in_incidents += o.in_incidents;
+        self.futile_days.merge(&o.futile_days);
     }
 }
 
@@ -398,6 +502,10 @@ pub struct NodeStats {
 pub struct Learned {
     pub jobs: u64,
     pub failed_runs: u64,
+    /// Retries the baseline's replay says collide (a Retry of a failure whose pod its
+    /// categorizer keeps) that the record shows ran (docs/reference/suggest.md "A collided
+    /// retry is no trial").
+    pub collisions_ran: u64,
     /// In the order first met.
     pub signatures: Vec<SignatureStats>,
     index: Map<usize>,
@@ -519,6 +627,7 @@ impl Learned {
         ShardLearned {
             jobs: self.jobs,
             failed_runs: self.failed_runs,
+            collisions_ran: self.collisions_ran,
             signatures: self.signatures.into_iter().map(head).collect(),
             other: self.other.map(head),
             nodes,
@@ -600,6 +709,7 @@ impl Learned {
         self.merge_unit(UnitLearned {
             jobs: shard.jobs,
             failed_runs: shard.failed_runs,
+            collisions_ran: shard.collisions_ran,
             sigs,
             nodes,
             ..UnitLearned::default()
@@ -668,6 +778,7 @@ impl Learned {
     pub fn merge_unit(&mut self, unit: UnitLearned) {
         self.jobs += unit.jobs;
         self.failed_runs += unit.failed_runs;
+        self.collisions_ran += unit.collisions_ran;
         let mut global = Vec::with_capacity(unit.sigs.len());
         for stats in unit.sigs {
             let slot = match self.index.get(stats.text.as_str()) {
@@ -745,6 +856,8 @@ impl Learned {
 pub struct ShardLearned {
     pub jobs: u64,
     pub failed_runs: u64,
+    #[serde(default)]
+    pub collisions_ran: u64,
     signatures: Vec<SignatureOut>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     other: Option<SignatureOut>,
@@ -789,6 +902,17 @@ struct SignatureOut<N = (String, u64)> {
     same_node: Tally,
     other_node: Tally,
     cut: bool,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    collided: u64,
+    /// [`FutileDays`]: `[bucket, day, trials]`, and the untimed by bucket.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    futile_days: Vec<(u8, i64, u64)>,
+    #[serde(default)]
+    futile_untimed: [u64; DEPTHS],
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl<N> SignatureOut<N> {
@@ -810,6 +934,9 @@ impl<N> SignatureOut<N> {
             same_node: s.same_node,
             other_node: s.other_node,
             cut: s.cut,
+            collided: s.collided,
+            futile_days: s.futile_days.out().0,
+            futile_untimed: s.futile_days.out().1,
         }
     }
 
@@ -842,6 +969,9 @@ impl<N> SignatureOut<N> {
             same_node: self.same_node,
             other_node: self.other_node,
             cut: self.cut,
+            collided: self.collided,
+            in_incidents: 0,
+            futile_days: FutileDays::back(self.futile_days, self.futile_untimed)?,
         };
         Ok((stats, self.nodes))
     }
@@ -915,7 +1045,7 @@ mod tests {
         });
         h.runs = vec![failed("a", 1), failed("a", 1), failed("b", 2), succeeded("c")];
         let mut unit = UnitLearned::default();
-        unit.add_job(&h);
+        unit.add_job(&h, &[], &[]);
         let mut l = Learned::default();
         l.merge_unit(unit);
         assert_eq!((l.jobs, l.failed_runs), (1, 3));
@@ -953,7 +1083,7 @@ mod tests {
                 ..FailureHistory::default()
             };
             let mut unit = UnitLearned::default();
-            unit.add_job(&h);
+            unit.add_job(&h, &[], &[]);
             l.merge_unit(unit);
         }
         assert_eq!(l.signatures.len(), MAX_SIGNATURES);
@@ -994,7 +1124,7 @@ mod tests {
         let mut l = Learned::default();
         for chunk in jobs.chunks(unit) {
             let mut u = UnitLearned::default();
-            chunk.iter().for_each(|h| u.add_job(h));
+            chunk.iter().for_each(|h| u.add_job(h, &[], &[]));
             l.merge_unit(u);
         }
         l
@@ -1009,7 +1139,7 @@ mod tests {
         let mut past = Vec::new();
         for chunk in jobs.chunks(unit) {
             let mut u = UnitLearned::default();
-            chunk.iter().for_each(|h| u.add_job(h));
+            chunk.iter().for_each(|h| u.add_job(h, &[], &[]));
             let met = u.sigs.len();
             l.merge_unit(u);
             let held = l.past.as_ref().map_or(0, |p| p.held.len());

@@ -129,6 +129,13 @@ fn changed_outcomes(c: &Comparison) -> u64 {
 /// - `keep` when no job changes outcome and no retry is added or removed;
 /// - `adopt` otherwise, saying when its gain is Pending jobs alone (an estimate).
 pub fn judge(learned: Judged<'_>, later: Option<Later<'_>>) -> Judgement {
+    judge_letting_run(learned, later, 0)
+}
+
+/// [`judge`], where `unblocked` retries the record shows collided with the pods the executor
+/// kept are ones the proposal's categorizer lets run (their pods deleted): a change worth
+/// making that the record cannot show as an outcome.
+pub fn judge_letting_run(learned: Judged<'_>, later: Option<Later<'_>>, unblocked: u64) -> Judgement {
     let c = learned.comparison;
     let mut reject = Vec::new();
     if let Some((e, _)) = learned.explained.filter(|(e, max)| max.exceeded(e)) {
@@ -188,7 +195,7 @@ pub fn judge(learned: Judged<'_>, later: Option<Later<'_>>) -> Judgement {
             reasons: reject,
         };
     }
-    if changed_outcomes(c) == 0 && c.retries_added == 0 && c.retries_removed == 0 {
+    if changed_outcomes(c) == 0 && c.retries_added == 0 && c.retries_removed == 0 && unblocked == 0 {
         return Judgement {
             decision: Decision::Keep,
             reasons: vec![
@@ -209,6 +216,12 @@ pub fn judge(learned: Judged<'_>, later: Option<Later<'_>>) -> Judgement {
         "{} rescued, 0 lost; retries +{} −{}; {} {:+.1}",
         c.rescued, c.retries_added, c.retries_removed, unit, more
     ));
+    if unblocked > 0 {
+        reasons.push(format!(
+            "lets {} that collided in the record run (the pods they collided with are deleted)",
+            plural(unblocked, "retry", "retries")
+        ));
+    }
     // A cluster-wide change is adopted knowingly.
     reasons.extend(learned.queues.iter().flat_map(|q| q.cluster_wide.iter().cloned()));
     Judgement {
@@ -230,6 +243,20 @@ mod tests {
             explained: None,
             queues: None,
         }
+    }
+
+    /// Retries today's collide with the kept pods, and the proposal's categorizer deletes
+    /// them: a change worth making, though no job changes outcome in the record.
+    #[test]
+    fn retries_let_run_are_a_change() {
+        let c = Comparison::default();
+        let j = judge_letting_run(judged(&c), None, 100);
+        assert_eq!(j.decision, Decision::Adopt);
+        assert_eq!(
+            j.reasons[1],
+            "lets 100 retries that collided in the record run (the pods they collided with are deleted)"
+        );
+        assert_eq!(judge(judged(&c), None).decision, Decision::Keep);
     }
 
     #[test]

@@ -46,7 +46,7 @@ use crate::replay::partial::Recorder;
 use crate::replay::recorded::Recorded;
 use crate::replay::run::{
     fallback, record, replay_job_detailed, runs_left, runs_left_matched, tally_job_with, CompareTally, Fallback,
-    Fallbacks, JobFacts, NoAnswer, NotReplayed, Options, TrialCount,
+    Fallbacks, Finished, JobFacts, NoAnswer, NotReplayed, Options, TrialCount,
 };
 use crate::replay::sink::Message;
 use crate::replay::source::{HistorySource, Progress};
@@ -108,6 +108,8 @@ pub struct Swept {
     pub arms: Vec<CompareTally>,
     pub rates: Rates,
     pub backtest: Option<Backtest>,
+    /// With incidents looked for: what they left out of the rates.
+    pub incidents: Option<crate::replay::incidents::Seen>,
     /// Some job got the policies given on the command line (no queue, or one not given).
     pub used_given: bool,
     /// The record's own totals (every candidate's comparison holds them too).
@@ -835,7 +837,7 @@ impl<'s> SweepFold<'s> {
         } = self;
         let mut trials = total.trials;
         let recorded = std::mem::take(&mut trials.recorded);
-        let (rates, backtest) = trials.finish(options)?;
+        let Finished { rates, backtest, seen } = trials.finish(options)?;
         // A sum past 128 bits (the record's, or a candidate's compute added or removed)
         // refuses the history, as `simulate --baseline` refuses it: no figure is printed
         // from a sum that stopped adding.
@@ -860,6 +862,7 @@ impl<'s> SweepFold<'s> {
             arms: arms_out,
             rates,
             backtest,
+            incidents: seen,
             used_given: fallbacks.used_given,
             recorded,
         })

@@ -640,7 +640,7 @@ fn the_backtest_history_is_made_as_the_guide_says() {
         .collect();
     let mut want = String::new();
     for day in 1..=14u32 {
-        for h in &base {
+        for (i, h) in base.iter().enumerate() {
             let id = h["job"]["id"].as_str().unwrap();
             let gpu = id.starts_with("cuda") || id == "c1";
             let resources = if gpu {
@@ -657,7 +657,7 @@ fn the_backtest_history_is_made_as_the_guide_says() {
                 "job": {
                     "id": format!("{id}-d{day:02}"),
                     "queue": "q",
-                    "submittedAt": format!("2026-11-{:02}T08:00:00Z", day + 1),
+                    "submittedAt": format!("2026-11-{:02}T{:02}:00:00Z", day + 1, 8 + i),
                     "resources": resources,
                 },
                 "runs": runs,

@@ -64,15 +64,20 @@ impl Row {
 /// A job of queue `pe` submitted at 09:00 (minute `m` of the day's jobs) and its runs, one a
 /// minute from 10:`m`.
 fn insert(db: &mut pg::Db, job: &str, m: u32, runs: Vec<Row>) {
+    insert_on(db, job, 16, m, runs)
+}
+
+/// [`insert`] on 2026-11-`day`.
+fn insert_on(db: &mut pg::Db, job: &str, day: u32, m: u32, runs: Vec<Row>) {
     db.client
         .execute(
             "INSERT INTO job (job_id, queue, owner, jobset, cpu, memory, ephemeral_storage, gpu, priority, submitted, state, last_transition_time, last_transition_time_seconds, annotations) \
              VALUES ($1, 'pe', 'o', 's', 1000, 1073741824, 0, 0, 1, $2::text::timestamp, 5, now(), 0, '{}'::jsonb)",
-            &[&job, &format!("2026-11-16 09:{m:02}:00")],
+            &[&job, &format!("2026-11-{day} 09:{m:02}:00")],
         )
         .unwrap();
     for (k, r) in runs.into_iter().enumerate() {
-        let at = |s: u32| format!("2026-11-16 {:02}:{:02}:{s:02}", 10 + k, m);
+        let at = |s: u32| format!("2026-11-{day} {:02}:{:02}:{s:02}", 10 + k, m);
         db.client
             .execute(
                 "INSERT INTO job_run (run_id, job_id, cluster, node, leased, pending, started, finished, job_run_state, exit_code, error, debug, failure_category, failure_subcategory) \
@@ -583,9 +588,12 @@ fn suggests_pod_error_rules_match_the_stored_texts() {
         let (w, m) = (waiting(k), missing(k));
         stored.push((w.clone(), m.clone()));
         let image = Some("image-pull");
-        insert(
+        // A day each: a Fail needs futile retries on two days, and a day's failures
+        // bunched in an hour would be an incident (docs/reference/suggest.md "Incidents").
+        insert_on(
             &mut db,
             &format!("pe-w{k}"),
+            16 + k,
             k,
             vec![
                 Row::new("r0", FAILED)
@@ -595,9 +603,10 @@ fn suggests_pod_error_rules_match_the_stored_texts() {
                 Row::new("r1", SUCCEEDED).exit(0),
             ],
         );
-        insert(
+        insert_on(
             &mut db,
             &format!("pe-m{k}"),
+            16 + k,
             10 + k,
             vec![
                 Row::new("r0", FAILED)

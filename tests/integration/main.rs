@@ -29,6 +29,7 @@ mod grpc;
 mod history;
 mod history_rest;
 mod hostile_text;
+mod incidents;
 mod kubectl;
 mod lookout_env;
 mod lookout_pod_errors;

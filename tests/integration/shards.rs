@@ -193,11 +193,12 @@ fn a_plan_with_pending_jobs_and_estimates_merges_to_one_process() {
 #[test]
 fn a_backtest_is_made_from_the_merged_trials() {
     let mut h = String::new();
+    // An hour apart: all at once, each day's failures were an incident window of their own.
     for (k, line) in report_history().lines().enumerate() {
         let day = if k % 2 == 0 { "01" } else { "08" };
         h.push_str(&line.replacen(
             r#""queue":"q"}"#,
-            &format!(r#""queue":"q","submittedAt":"2026-11-{day}T00:00:00Z"}}"#),
+            &format!(r#""queue":"q","submittedAt":"2026-11-{day}T{k:02}:00:00Z"}}"#),
             1,
         ));
         h.push('\n');

@@ -130,9 +130,23 @@ fn kinds() -> Vec<Kind> {
 pub(crate) const GOOD_NODES: u64 = 40;
 pub(crate) const BAD_NODES: [&str; 3] = ["gpu-bad-1", "gpu-bad-2", "gpu-bad-3"];
 
+/// Job `n`'s submission: 20 days from 2026-11-01, one after the other, and 59 jobs a day
+/// 24 minutes 24 seconds apart over the day (at midnight all, each day's failures made one
+/// incident window of its own: docs/reference/suggest.md "Incidents").
+fn submitted(n: u64) -> String {
+    let at = (n / 20) * 1464;
+    format!(
+        "2026-11-{:02}T{:02}:{:02}:{:02}Z",
+        1 + n % 20,
+        at / 3600,
+        at / 60 % 60,
+        at % 60
+    )
+}
+
 /// The planted history: each job fails with its kind until a retry succeeds or 4 runs
 /// were made; some jobs succeed at once (the nodes' ordinary work). `submittedAt` spreads the
-/// jobs over 20 days from 2026-11-01.
+/// jobs over 20 days from 2026-11-01 ([`submitted`]).
 pub(crate) fn planted(seed: u64) -> Vec<Value> {
     let mut r = Rng(seed);
     let mut jobs = Vec::new();
@@ -162,7 +176,7 @@ pub(crate) fn planted(seed: u64) -> Vec<Value> {
                 node = next;
             }
             jobs.push(json!({
-                "job": {"id": format!("job-{n:04}"), "queue": "ml", "submittedAt": format!("2026-11-{:02}T00:00:00Z", 1 + n % 20), "resources": {"gpu": 1, "cpu": 4}},
+                "job": {"id": format!("job-{n:04}"), "queue": "ml", "submittedAt": submitted(n), "resources": {"gpu": 1, "cpu": 4}},
                 "runs": runs,
             }));
             n += 1;
@@ -172,7 +186,7 @@ pub(crate) fn planted(seed: u64) -> Vec<Value> {
     for _ in 0..600 {
         let node = good(&mut r);
         jobs.push(json!({
-            "job": {"id": format!("job-{n:04}"), "queue": "ml", "submittedAt": format!("2026-11-{:02}T00:00:00Z", 1 + n % 20), "resources": {"gpu": 1, "cpu": 4}},
+            "job": {"id": format!("job-{n:04}"), "queue": "ml", "submittedAt": submitted(n), "resources": {"gpu": 1, "cpu": 4}},
             "runs": [{"node": node, "runFor": "3600s", "outcome": "succeeded"}],
         }));
         n += 1;

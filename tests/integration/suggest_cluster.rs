@@ -322,7 +322,9 @@ pub(crate) fn two_queues(dir: &Path, eval: bool) -> String {
 }
 
 /// The route's week, with 25 jobs of `ml` and 10 of `batch` whose image pull backs off once
-/// and then runs: the executor puts both pull failures in `infrastructure/image-pull`.
+/// and then runs: the executor puts both pull failures in `infrastructure/image-pull`. Their
+/// submissions are spread over the week, 4 hours apart (all at one time, they were an
+/// incident window of their own: docs/reference/suggest.md "Incidents").
 pub(crate) fn two_queue_week(dir: &Path) -> String {
     let week = std::fs::read_to_string("testdata/route/week.jsonl").unwrap();
     let pulled: Value = week
@@ -331,7 +333,11 @@ pub(crate) fn two_queue_week(dir: &Path) -> String {
         .find(|j| j["runs"][0]["executorPath"] == "stuckPod")
         .unwrap();
     let mut out = week.clone();
+    let mut n = 0u64;
     let mut add = |queue: &str, id: String| {
+        let hours = 1 + 4 * n;
+        n += 1;
+        let submitted = format!("2026-11-{:02}T{:02}:00:00Z", 16 + hours / 24, hours % 24);
         let mut first = pulled["runs"][0].clone();
         let m = first.as_object_mut().unwrap();
         m.remove("category");
@@ -346,7 +352,7 @@ pub(crate) fn two_queue_week(dir: &Path) -> String {
             )),
         );
         let job = json!({"apiVersion": "armadaproject.io/v1", "kind": "FailureHistory",
-            "job": {"id": id, "queue": queue, "submittedAt": "2026-11-16T01:00:00Z", "resources": {"cpu": "4", "gpu": "1"}},
+            "job": {"id": id, "queue": queue, "submittedAt": submitted, "resources": {"cpu": "4", "gpu": "1"}},
             "runs": [first, {"node": "node-02", "queuedFor": "10s", "runFor": "30m", "outcome": "succeeded"}]});
         out.push_str(&format!("{job}\n"));
     };

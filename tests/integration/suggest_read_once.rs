@@ -15,7 +15,8 @@ use assert_cmd::Command as Cmd;
 use crate::support::{format_output, root, temp_home};
 
 /// The planted history ten times over (other job ids), long enough that its first pass
-/// takes a while, into `path`.
+/// takes a while, into `path`. Its copies fail at the same times, ten jobs at once: read with
+/// `--incidents off`, since this file's subject is what is read, not when jobs fail.
 fn long_history(path: &Path) {
     let planted = fs::read_to_string(root().join("testdata/suggest/planted.jsonl")).unwrap();
     let mut text = String::new();
@@ -33,7 +34,15 @@ fn started(dir: &Path, home: &Path, history: &str) -> Child {
         .env_clear()
         .env("HOME", home)
         .env("NO_COLOR", "1")
-        .args(["suggest", "--baseline", "today.yaml", "--history", history])
+        .args([
+            "suggest",
+            "--baseline",
+            "today.yaml",
+            "--history",
+            history,
+            "--incidents",
+            "off",
+        ])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -70,7 +79,15 @@ fn undisturbed(dir: &Path, home: &Path, history: &str) -> String {
         .env_clear()
         .env("HOME", home)
         .env("NO_COLOR", "1")
-        .args(["suggest", "--baseline", "today.yaml", "--history", history])
+        .args([
+            "suggest",
+            "--baseline",
+            "today.yaml",
+            "--history",
+            history,
+            "--incidents",
+            "off",
+        ])
         .output()
         .unwrap();
     format_output(&out)

@@ -4,11 +4,13 @@
 //!
 //! Owns: those parsers and messages. Must not: read inputs or replay.
 
+use crate::cli::IncidentsArg;
 use crate::engine::job_report::plural;
 use crate::error::CliError;
 use crate::model::duration::GoDuration;
 use crate::model::failure_history::Timestamp;
 use crate::replay::backtest::Refusal;
+use crate::replay::incidents::{Setting, Window};
 use crate::replay::run::NoAnswer;
 use crate::tune::rank::MaxCompute;
 
@@ -64,6 +66,32 @@ fn pod_name_warning(
 /// `--backtest-at TIME`: an RFC 3339 time.
 pub fn parse_backtest_at(text: &str) -> Result<Timestamp, CliError> {
     super::lookout::time_flag("--backtest-at", text)
+}
+
+/// `--incidents` and every `--incident FROM/TO` (docs/reference/suggest.md "Incidents").
+pub fn parse_incidents(mode: IncidentsArg, given: &[String]) -> Result<Setting, CliError> {
+    let window = |text: &String| -> Result<Window, CliError> {
+        let Some((from, to)) = text.split_once('/') else {
+            return Err(CliError::usage(format!(
+                "invalid `--incident` `{text}`: expected `FROM/TO`, two RFC 3339 times such as `2026-11-18T09:00:00Z/2026-11-18T11:30:00Z`"
+            )));
+        };
+        let (from, to) = (
+            super::lookout::time_flag("--incident", from)?,
+            super::lookout::time_flag("--incident", to)?,
+        );
+        if to <= from {
+            return Err(CliError::usage(format!(
+                "invalid `--incident` `{text}`: it ends {} it starts",
+                if to == from { "where" } else { "before" }
+            )));
+        }
+        Ok(Window::given(from, to))
+    };
+    Ok(Setting {
+        detect: mode == IncidentsArg::Auto,
+        given: given.iter().map(window).collect::<Result<_, _>>()?,
+    })
 }
 
 /// Why `--backtest-at` has no answer, as the usage error it is (docs/estimates.md).

@@ -56,6 +56,7 @@ use crate::output::sinks::sink;
 use crate::output::stderr::{invalid_text, Stderr};
 use crate::output::Format;
 use crate::replay::compare::Comparison;
+use crate::replay::incidents::Setting;
 use crate::replay::partial::{fingerprint, Header, Recorder};
 use crate::replay::recorded::Recorded;
 use crate::replay::run::{compare, replay, NoAnswer, Options, Out};
@@ -160,6 +161,7 @@ fn drive<S: HistorySource>(
         backtest_at: sides.spec.backtest_time(),
         shard: args.replay.shard,
         explain: sides.baseline.explains(),
+        incidents: sides.spec.look(),
     };
     // `--allow-empty` on a history with no job: the table is the summary of 0 jobs, whatever
     // the source (a YAML file or stdin would print one table per job: none).
@@ -229,6 +231,9 @@ pub struct SimulateRun {
     /// `--skip-invalid`: entries not replayed are counted and said, and exit 0.
     #[serde(default)]
     pub skip_invalid: bool,
+    /// `--incidents`, `--incident`.
+    #[serde(default, skip_serializing_if = "Setting::is_default")]
+    pub incidents: Setting,
     /// What the replay assumed of the scheduler, said on stderr (`Settings::assumed`): the
     /// merge says it again.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -256,6 +261,7 @@ impl SimulateRun {
             given: sim.given().to_vec(),
             backtest_at: args.replay.backtest_at.clone(),
             skip_invalid: args.replay.skip_invalid,
+            incidents: sides.spec.incidents.clone(),
             scheduler: sides.settings.assumed(),
         }
     }

@@ -16,6 +16,7 @@ use crate::error::ExitCode;
 use crate::output::sinks::sink;
 use crate::output::stderr::Stderr;
 use crate::output::Format;
+use crate::replay::incidents::Look;
 use crate::replay::partial::{Item, Partial};
 use crate::replay::run::{CompareFold, Options, ReplayFold};
 
@@ -38,6 +39,7 @@ pub fn merge(ctx: &mut Context, args: &MergeArgs, partials: &mut [Partial]) -> a
         backtest_at: backtest_at(&partials[0], run.backtest_at.as_deref())?,
         shard: None,
         explain: false,
+        incidents: Look::of(&run.incidents),
     };
     let mut held = Held::for_stdout(&mut *ctx.out, ctx.out_is_stdout)?;
     // The replay's messages too, until every partial's seal is checked (at its last

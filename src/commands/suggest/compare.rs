@@ -24,13 +24,14 @@ use crate::output::suggest as view;
 use crate::output::Format;
 use crate::replay::backtest::Backtest;
 use crate::replay::explained::MaxContradictions;
+use crate::replay::incidents::{Detected, Look, Windows};
 use crate::replay::run::{compare_inspected, replay, NoAnswer, Options, Out};
 use crate::replay::sides::PolicySets;
 use crate::replay::source::copy::{Again, Copy};
 use crate::replay::source::{Either, OneQueue};
 use crate::suggest::check::RuleCheck;
 use crate::suggest::queues::ByQueue;
-use crate::suggest::verdict::{judge, Judged, Judgement, Later, Queues};
+use crate::suggest::verdict::{judge_letting_run, Judged, Judgement, Later, Queues};
 
 use super::learn::{spool_test, Pass1};
 use super::{History, Suggest, NOTHING};
@@ -40,6 +41,8 @@ pub(super) struct Pass2<'a> {
     pub baseline: &'a Simulator,
     pub proposal: &'a Simulator,
     pub format: Format,
+    /// The incident windows pass 1 found: the estimates' rates leave their trials out.
+    pub incidents: Windows,
 }
 
 /// The histories pass 2 reads: the whole history (pass 1's copy, or a merge's files read
@@ -71,9 +74,8 @@ enum Whole {
 impl Suggest {
     /// The refusals pass 1's counts call for, before anything is printed (a history changed
     /// since pass 1 read it; jobs without `submittedAt`; nothing replayed; `--backtest-at`
-    /// leaving one side empty), and then the estimates' backtest at the same time, refused
-    /// (no trials on a side) as `simulate --backtest-at` refuses it.
-    pub(super) fn after_pass1(&self, ctx: &mut Context, pass: &mut Pass1) -> anyhow::Result<Option<Backtest>> {
+    /// leaving one side empty).
+    pub(super) fn after_pass1(&self, ctx: &mut Context, pass: &mut Pass1) -> anyhow::Result<()> {
         let learning = &pass.learning;
         // Stopped before pass 2, which would have said why each unreadable entry was not
         // read: said here, before the error (as `simulate` says it).
@@ -108,6 +110,13 @@ impl Suggest {
                 "run the shards again with a `--backtest-at` between the first and the last submission",
             ));
         }
+        Ok(())
+    }
+
+    /// The estimates' backtest at `--backtest-at`, its rates without the incident windows
+    /// `detected` (as pass 2's), refused (no trials on a side) as `simulate --backtest-at`
+    /// refuses it.
+    pub(super) fn backtest_estimates(&self, pass: &mut Pass1, detected: &Detected) -> anyhow::Result<Option<Backtest>> {
         let Some(backtest_at) = self.sides.spec.backtest_time() else {
             return Ok(None);
         };
@@ -115,11 +124,12 @@ impl Suggest {
             backtest_at: Some(backtest_at),
             shard: None,
             explain: false,
+            incidents: self.sides.spec.look(),
         };
-        let (_, b) = std::mem::take(&mut pass.learning.trials)
-            .finish(&options)
-            .map_err(|e| self.backtest_refused(&e, at))?;
-        Ok(b)
+        let finished = std::mem::take(&mut pass.learning.trials)
+            .finish_with(&options, Some(detected))
+            .map_err(|e| self.backtest_refused(&e, self.sides.spec.backtest_text()))?;
+        Ok(finished.backtest)
     }
 
     /// What pass 2 reads ([`Histories`]), the later jobs copied before anything is printed.
@@ -196,6 +206,7 @@ impl Suggest {
             backtest_at: None,
             shard: None,
             explain: self.sides.baseline.explains(),
+            incidents: Look::known(side.incidents.clone()),
         };
         let mut out = doc.member(out, "comparison")?;
         let mut quiet = io::sink();
@@ -242,6 +253,7 @@ impl Suggest {
             backtest_at: None,
             shard: None,
             explain: false,
+            incidents: Look::known(side.incidents.clone()),
         };
         let (mut quiet, mut nothing) = (io::sink(), io::sink());
         let stderr = Stderr::new(&mut quiet, style, None, false);
@@ -258,6 +270,7 @@ pub(super) fn judge_proposal(
     backtest: Option<&(view::Captured, view::BacktestTail)>,
     max_contradictions: MaxContradictions,
     queues: Option<Queues<'_>>,
+    unblocked: u64,
 ) -> Judgement {
     let (learned, lost_jobs) = match backtest {
         Some((test, _)) => (
@@ -271,7 +284,7 @@ pub(super) fn judge_proposal(
         ),
         None => (whole.comparison.clone(), whole.lost_jobs.clone()),
     };
-    judge(
+    judge_letting_run(
         Judged {
             comparison: &learned,
             lost_jobs: &lost_jobs,
@@ -284,5 +297,6 @@ pub(super) fn judge_proposal(
             false_kill_jobs: &tail.false_kill_jobs,
             gpu_hours_saved: tail.gpu_hours_saved,
         }),
+        unblocked,
     )
 }

@@ -6,37 +6,47 @@
 //! Owns: [`Suggest::conclude`] and its steps. Must not: read pass 1's history (it is given the
 //! learning and the histories to read again), or decide a verdict's rules (`suggest::verdict`).
 
+use std::collections::HashMap;
 use std::io::{self, Write};
 
 use crate::app::Context;
 use crate::cli::{ExecutorConfigFormat, SuggestOutput};
 use crate::commands::replay::checks::said_after_replay;
 use crate::engine::simulator::Simulator;
+use crate::engine::EngineKind;
 use crate::error::ExitCode;
 use crate::model::categorizer::Shape;
+use crate::model::duration::GoDuration;
+use crate::model::Action;
 use crate::output::mode::Baseline;
 use crate::output::suggest::{self as view, Report};
 use crate::output::Format;
 use crate::suggest::check::RuleCheck;
 use crate::suggest::documents;
 use crate::suggest::exits::ExitCodes;
+use crate::suggest::incidents::{short_backoff, Found, Sensitive};
 use crate::suggest::nodes::suspects;
-use crate::suggest::propose::{propose, Defaults, Proposed, Verdict};
+use crate::suggest::propose::{propose, Defaults, NoRule, Proposed, Verdict};
 use crate::suggest::queues::{unseen, ByQueue, QueueCounts};
 use crate::suggest::stats::{Learned, SignatureStats};
 use crate::suggest::verdict::{Decision, Judgement, Queues};
 
 use super::compare::{judge_proposal, Pass2, Read};
+use super::incidents;
 use super::learn::Pass1;
 use super::proposal::Proposal;
 use super::{Concluded, Suggest};
 
-/// What was proposed: each signature's verdict, the rules, the default and the documents.
+/// What was proposed: each signature's verdict, the rules, the default and the documents;
+/// with incident windows, the signatures whose verdict they change; the collided retries the
+/// proposal's categorizer lets run.
 struct Made<'a> {
     verdicts: Vec<(&'a SignatureStats, Verdict)>,
     rules: Vec<Proposed>,
     default: Defaults,
     proposal: Proposal,
+    sensitive: Sensitive,
+    unblocked: u64,
 }
 
 impl Suggest {
@@ -48,10 +58,20 @@ impl Suggest {
         from: Baseline,
         mut pass: Pass1,
     ) -> anyhow::Result<Concluded> {
-        let estimates_backtest = self.after_pass1(ctx, &mut pass)?;
+        self.after_pass1(ctx, &mut pass)?;
+        // The incident windows, their runs left out of what pass 1 learned.
+        let incidents = self.incidents(&mut pass, baseline)?;
+        let estimates_backtest = self.backtest_estimates(&mut pass, &incidents.detected)?;
         let learned = &pass.learning.learned;
         let sorted = learned.sorted();
-        let made = self.propose_from(ctx, baseline, learned, &pass.learning.exits, &sorted)?;
+        let made = self.propose_from(
+            ctx,
+            baseline,
+            learned,
+            &pass.learning.exits,
+            &sorted,
+            incidents.with.as_deref(),
+        )?;
         let (rules, default, proposal) = (&made.rules, &made.default, &made.proposal);
         // The categorizer is the cluster's: a proposal that changes it is compared on every
         // queue (docs/suggest.md "Every queue the change reaches").
@@ -90,6 +110,7 @@ impl Suggest {
             baseline,
             proposal: &proposal.sim,
             format,
+            incidents: incidents::known(&incidents),
         };
         let whole = self.open(&histories, &pass, Read::Whole)?;
         let err = (&mut *ctx.err as &mut dyn Write, ctx.style);
@@ -122,6 +143,12 @@ impl Suggest {
                 test_jobs: pass.learning.test_jobs,
             }),
             queues: &queue_counts,
+            incidents: incidents.found.as_ref().map(|found| view::IncidentsView {
+                found,
+                sensitive: &made.sensitive,
+                short_backoff: self.short_backoff(baseline, rules, learned, found),
+            }),
+            collisions_ran: learned.collisions_ran,
         };
         doc.after_comparison(&mut *out, &report, &check.shadowed())?;
         let backtest = match &report.backtest {
@@ -141,7 +168,7 @@ impl Suggest {
         // Judge.
         let judgement = self.judge(
             baseline,
-            proposal,
+            &made,
             &whole_cmp,
             backtest.as_ref(),
             every_queue,
@@ -174,21 +201,67 @@ impl Suggest {
         learned: &Learned,
         exits: &ExitCodes,
         sorted: &[&'a SignatureStats],
+        with: Option<&[SignatureStats]>,
     ) -> anyhow::Result<Made<'a>> {
         // The rules (owned: the counts are given the baseline's decisions after pass 2).
         let kept = self.kept(baseline, learned)?;
+        let room = self.room(&kept);
         let proposed = propose(
             sorted,
             &self.knobs,
             self.sides.engine,
-            self.room(&kept),
+            room,
             self.today_default(baseline),
         );
         let (mut verdicts, mut rules, default) = (proposed.verdicts, proposed.rules, proposed.default);
         if self.run.keep_categorizer {
             self.on_todays_categories(learned, &mut verdicts, &mut rules);
         }
-        let proposal = self.documents(baseline, learned, exits, &rules, kept, &default)?;
+        // With incident windows: the same proposal with their runs counted, in the same order,
+        // to tell which signatures they change.
+        let sensitive = match with {
+            Some(with) => {
+                let by_text: HashMap<&str, &SignatureStats> = with.iter().map(|s| (s.text.as_str(), s)).collect();
+                let with_sorted: Vec<&SignatureStats> = sorted
+                    .iter()
+                    .filter_map(|s| by_text.get(s.text.as_str()).copied())
+                    .collect();
+                let mut with = propose(
+                    &with_sorted,
+                    &self.knobs,
+                    self.sides.engine,
+                    room,
+                    self.today_default(baseline),
+                );
+                if self.run.keep_categorizer {
+                    self.on_todays_categories(learned, &mut with.verdicts, &mut with.rules);
+                }
+                Sensitive::of(verdicts.iter().map(|(s, v)| (*s, v)), &with.verdicts)
+            }
+            None => Sensitive::default(),
+        };
+        // A signature whose every retry collided keeps its Retry, its category's pods
+        // deleted (upstream: the one change that lets its retries run), unless
+        // `--keep-categorizer` changes no category's action.
+        let collided: Vec<(String, u64)> = verdicts
+            .iter()
+            .filter(|_| !self.run.keep_categorizer)
+            .filter(|(_, v)| matches!(v, Verdict::None(NoRule::RetriesCollide)))
+            .filter_map(|(s, _)| {
+                let (label, _) = s.seen.iter().max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0)))?;
+                Some((label.split('/').next().unwrap_or(label).to_string(), s.collided))
+            })
+            .collect();
+        let collide: Vec<String> = collided.iter().map(|(c, _)| c.clone()).collect();
+        let proposal = self.documents(baseline, learned, exits, &rules, kept, &default, &collide)?;
+        // Those whose category's pods the proposal deletes can run.
+        let deleted = |c: &str| {
+            proposal
+                .upstream
+                .as_ref()
+                .is_some_and(|u| u.action_changes.iter().any(|a| a.delete && a.category == c))
+        };
+        let unblocked = collided.iter().filter(|(c, _)| deleted(c)).map(|(_, n)| n).sum();
         if self.deployed().is_none() && proposal.upstream.as_ref().is_some_and(|u| !u.categories.is_empty()) {
             writeln!(ctx.err, "note: {}", documents::NOT_COMPLETE)?;
         }
@@ -197,15 +270,47 @@ impl Suggest {
             rules,
             default,
             proposal,
+            sensitive,
+            unblocked,
         })
     }
 
+    /// The design dialect's Retry rules whose first delay is shorter than the median incident
+    /// window, for a signature hit inside one (docs/reference/suggest.md "Incidents"): their
+    /// retries come back while the incident lasts. Upstream's backoff is the scheduler's.
+    fn short_backoff(
+        &self,
+        baseline: &Simulator,
+        rules: &[Proposed],
+        learned: &Learned,
+        found: &Found,
+    ) -> Vec<(String, GoDuration)> {
+        let Some(median) = found.median().filter(|_| self.sides.engine == EngineKind::Design) else {
+            return Vec::new();
+        };
+        let delay = self
+            .settings(baseline)
+            .backoff
+            .initial_delay
+            .or(self.sides.settings.applied().default_backoff.initial_delay)
+            .unwrap_or_default();
+        rules
+            .iter()
+            .filter(|p| p.action == Action::Retry && p.as_today.is_none())
+            .filter(|p| {
+                let s = learned.signatures.get(learned.slot_of(&p.text));
+                s.is_some_and(|s| short_backoff(delay, median, s.in_incidents))
+            })
+            .map(|p| (p.text.clone(), delay))
+            .collect()
+    }
+
     /// Judge: the verdict on the comparison (and the backtest), every queue's counts with it
-    /// when the categorizer changes.
+    /// when the categorizer changes, the retries `made`'s categorizer lets run.
     fn judge(
         &self,
         baseline: &Simulator,
-        proposal: &Proposal,
+        made: &Made<'_>,
         whole: &view::Captured,
         backtest: Option<&(view::Captured, view::BacktestTail)>,
         every_queue: bool,
@@ -226,7 +331,8 @@ impl Suggest {
             true => unseen(&baseline.queue_names(), counts),
             false => Vec::new(),
         };
-        let cluster_wide: Vec<String> = proposal
+        let cluster_wide: Vec<String> = made
+            .proposal
             .upstream
             .iter()
             .flat_map(|u| u.action_changes.iter().map(|a| a.words()))
@@ -240,6 +346,7 @@ impl Suggest {
                 unseen: &unseen,
                 cluster_wide: &cluster_wide,
             }),
+            made.unblocked,
         )
     }
 

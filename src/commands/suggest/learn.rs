@@ -16,13 +16,14 @@ use crate::engine::simulator::Simulator;
 use crate::model::failure_history::Timestamp;
 use crate::output::stderr::Stderr;
 use crate::output::Style;
+use crate::replay::incidents::Look;
 use crate::replay::parallel::{for_each_in_units, for_each_ordered, Decoded, Emitted, Processed};
 use crate::replay::partial::Recorder;
 use crate::replay::shard::Shard;
 use crate::replay::sink::Message;
 use crate::replay::source::copy::{job_record, said_record, LastPlace, Places, Said};
 use crate::replay::source::{EveryQueue, HistorySource, OneQueue, Pos};
-use crate::suggest::learn::{learn_job, note_exits, Learning, Placed, Unit};
+use crate::suggest::learn::{learn_job, note_exits, see_job, Learning, Placed, Unit};
 
 /// What pass 1 hands over: its counts, and what pass 2 reads or says.
 pub struct Pass1 {
@@ -96,6 +97,7 @@ pub fn learn<S: HistorySource>(
     source: S,
     baseline: &Simulator,
     at: Option<Timestamp>,
+    look: &Look,
     shard: Option<(Shard, &mut Recorder<'_>)>,
 ) -> anyhow::Result<Pass1> {
     let (shard, mut partial) = shard.unzip();
@@ -123,9 +125,12 @@ pub fn learn<S: HistorySource>(
     let places = pass.places.clone();
     let work = |acc: &mut Acc, job: Decoded<'_>| -> Result<Learnt, String> {
         let ours = queue.as_ref().is_none_or(|q| q.keeps(job.history.job.queue.as_deref()));
+        // Every job's failed runs' times, whatever its queue: the incident windows are the
+        // cluster's.
+        see_job(&mut acc.unit, job.history, look.detect);
         note_exits(&mut acc.unit, job.history);
         let placed = match ours {
-            true => learn_job(&mut acc.unit, job.history, job.settings, job.origin, baseline, at),
+            true => learn_job(&mut acc.unit, job.history, job.settings, job.origin, baseline, at, look),
             // Copied for pass 2, in the later jobs' copy too when it is one.
             false => Placed {
                 test: at.zip(job.history.job.submitted_at).is_some_and(|(at, s)| s >= at),

@@ -52,6 +52,7 @@ use crate::suggest::propose::{Knobs, MAX_LIMIT};
 
 mod compare;
 mod conclude;
+mod incidents;
 mod learn;
 mod next;
 mod proposal;
@@ -424,7 +425,14 @@ impl Suggest {
             });
         }
         // Every source is read once: pass 2 replays pass 1's copy.
-        let pass = learn(ctx.style, source, &baseline, self.sides.spec.backtest_time(), None)?;
+        let pass = learn(
+            ctx.style,
+            source,
+            &baseline,
+            self.sides.spec.backtest_time(),
+            &self.sides.spec.look(),
+            None,
+        )?;
         self.conclude(ctx, &baseline, from, pass)
     }
 }
@@ -451,7 +459,14 @@ impl Suggest {
         let mut rec = Recorder::new(&mut *ctx.out, &header, invalid_text, render_change)?;
         let (source, noted) = Tap::new(source);
         let partial = Some((shard, &mut rec));
-        let pass = learn(ctx.style, source, baseline, self.sides.spec.backtest_time(), partial)?;
+        let pass = learn(
+            ctx.style,
+            source,
+            baseline,
+            self.sides.spec.backtest_time(),
+            &self.sides.spec.look(),
+            partial,
+        )?;
         rec.job_ids(noted.take());
         rec.end(about.digest.get(), pass.learning.into_shard(), None)?;
         Ok(ExitCode::Success)

@@ -102,6 +102,13 @@ impl Suggest {
         if a.skip_invalid {
             gates.push("--skip-invalid".to_string());
         }
+        // What is learned, and the estimates' rates: the incident windows as given.
+        if !r.incidents.detect {
+            gates.push("--incidents off".to_string());
+        }
+        for w in &r.incidents.given {
+            gates.push(format!("--incident {}/{}", w.from, w.to));
+        }
         let file = format!("{}.yaml", a.name);
         let mut write = vec!["retryctl suggest".to_string()];
         write.extend(source.iter().cloned());

@@ -229,7 +229,9 @@ impl Suggest {
     }
 
     /// The documents of `rules` (within [`Suggest::room`]) and today's `kept` rules after
-    /// them, checked by `validate`'s reader, and their Simulator.
+    /// them, checked by `validate`'s reader, and their Simulator; upstream, the categories in
+    /// `collide` (their signatures' retries collide with the pods they keep) deleted.
+    #[allow(clippy::too_many_arguments)] // the documents' inputs, each its own part of the proposal
     pub(super) fn documents(
         &self,
         baseline: &Simulator,
@@ -238,6 +240,7 @@ impl Suggest {
         rules: &[crate::suggest::propose::Proposed],
         kept: Vec<Kept>,
         default: &Defaults,
+        collide: &[String],
     ) -> anyhow::Result<Proposal> {
         let settings = self.proposed_settings(baseline, default);
         let by_text: HashMap<&str, &crate::suggest::stats::SignatureStats> =
@@ -299,6 +302,7 @@ impl Suggest {
                         document: &d.file.document.node,
                     }),
                     &header,
+                    collide,
                 );
                 (format!("{}---\n{}", u.categorizer(), u.policy), Some(u))
             }

@@ -120,7 +120,7 @@ fn conclude_merged(
         // No job replayed: no pass 2 will say why each entry was not read. Pass 1 over the
         // history again says it, with its file, line and reason, as one process does.
         let at = suggest.sides.spec.backtest_time();
-        pass.unsaid = learn(ctx.style, files, &baseline, at, None)?.unsaid;
+        pass.unsaid = learn(ctx.style, files, &baseline, at, &suggest.sides.spec.look(), None)?.unsaid;
     }
     Ok(suggest.conclude(ctx, &baseline, Baseline::Files, pass)?.code)
 }

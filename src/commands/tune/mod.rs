@@ -167,6 +167,7 @@ pub fn run(ctx: &mut Context, args: &TuneArgs) -> anyhow::Result<ExitCode> {
         max_contradictions: args.max_contradictions,
         pick_command,
         backtest_at: replay.backtest_at.clone(),
+        incidents: sides.spec.incidents.clone(),
         exit_code: args.exit_code,
         retry_policy: replay.scheduler.retry_policies.is_some(),
         given: arms.first().map(|a| a.sim.given().to_vec()).unwrap_or_default(),
@@ -185,6 +186,7 @@ pub fn run(ctx: &mut Context, args: &TuneArgs) -> anyhow::Result<ExitCode> {
             backtest_at: sides.spec.backtest_time(),
             shard: replay.shard,
             explain: sides.baseline.explains(),
+            incidents: sides.spec.look(),
         },
         template: &template,
         varies: &varies,
@@ -414,6 +416,9 @@ pub struct TuneRun {
     pub max_contradictions: MaxContradictions,
     pub pick_command: String,
     pub backtest_at: Option<String>,
+    /// `--incidents`, `--incident`.
+    #[serde(default, skip_serializing_if = "crate::replay::incidents::Setting::is_default")]
+    pub incidents: crate::replay::incidents::Setting,
     pub exit_code: bool,
     /// `--retry-policy` was given.
     pub retry_policy: bool,

@@ -40,6 +40,7 @@ pub fn merge(ctx: &mut Context, args: &MergeArgs, partials: &mut [Partial]) -> a
         backtest_at: backtest_at(&partials[0], run.backtest_at.as_deref())?,
         shard: None,
         explain: false,
+        incidents: crate::replay::incidents::Look::of(&run.incidents),
     };
     // What the shard's own parse accepted: another value was written in by hand.
     let max_compute = match run.max_compute.as_deref().map(parse_max_compute).transpose() {

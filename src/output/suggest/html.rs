@@ -18,7 +18,8 @@ use crate::suggest::verdict::{Decision, Judgement};
 use super::capture::{BacktestTail, Captured};
 use super::report::Report;
 use super::words::{
-    default_row, estimated, merged_words, no_rules, observed, pct, rate_words, short, signature_words, today, TOP,
+    collisions_ran_words, default_row, estimated, incidents_lines, merged_words, no_rules, observed, pct, rate_words,
+    runs_cell, sensitive_words, short, today, TOP,
 };
 
 pub(super) fn html(
@@ -143,7 +144,7 @@ pub(super) fn html(
     );
     let rows = top
         .iter()
-        .map(|(s, v)| (*s, signature_words(r, s, v)))
+        .map(|(s, v)| (*s, sensitive_words(r, s, v)))
         .chain(default_row(r));
     for (s, proposed) in rows {
         let mut depths = String::new();
@@ -168,7 +169,7 @@ pub(super) fn html(
             b,
             "<tr><td><code>{}</code></td><td>{}</td><td>{}</td><td class=\"depths\">{}</td><td>{}</td><td>{}</td></tr>",
             esc(&s.text),
-            s.failed_runs,
+            esc(&runs_cell(s)),
             esc(&rate_words(s)),
             esc(depths.trim_end()),
             esc(&today(s)),
@@ -183,6 +184,20 @@ pub(super) fn html(
             esc(&s.text),
             esc(&why.to_string())
         );
+    }
+    if r.collisions_ran > 0 {
+        let _ = writeln!(
+            b,
+            "<p class=\"note\">{}</p>",
+            esc(&collisions_ran_words(r.collisions_ran))
+        );
+    }
+    if let Some((head, lines)) = incidents_lines(r) {
+        let _ = writeln!(b, "<h2>Incidents</h2>\n<p>{}.</p>\n<ul>", esc(&head));
+        for l in lines {
+            let _ = writeln!(b, "<li>{}</li>", esc(&l));
+        }
+        b.push_str("</ul>\n");
     }
     b.push_str("<h2>Suspect nodes</h2>\n");
     if !r.nodes_named {

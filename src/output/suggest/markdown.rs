@@ -13,7 +13,8 @@ use crate::suggest::verdict::{Decision, Judgement};
 use super::capture::{BacktestTail, Captured};
 use super::report::Report;
 use super::words::{
-    default_row, estimated, gpu_cell, merged_words, no_rules, observed, rate_words, short, signature_words, today, TOP,
+    collisions_ran_words, default_row, estimated, gpu_cell, incidents_lines, merged_words, no_rules, observed,
+    rate_words, runs_cell, sensitive_words, short, today, TOP,
 };
 
 pub(super) fn markdown(
@@ -82,14 +83,14 @@ pub(super) fn markdown(
         .signatures
         .iter()
         .take(TOP)
-        .map(|(s, v)| (*s, signature_words(r, s, v)))
+        .map(|(s, v)| (*s, sensitive_words(r, s, v)))
         .chain(default_row(r));
     for (s, proposed) in rows {
         let _ = writeln!(
             m,
             "| {} | {} | {} | {} | {} | {} |",
             md(&short(&s.text, 80)),
-            s.failed_runs,
+            md(&runs_cell(s)),
             rate_words(s),
             gpu_cell(s),
             md(&today(s)),
@@ -104,6 +105,15 @@ pub(super) fn markdown(
             md(&short(&s.text, 80)),
             md(&why.to_string())
         );
+    }
+    if r.collisions_ran > 0 {
+        let _ = writeln!(m, "\n**Note:** {}", md(&collisions_ran_words(r.collisions_ran)));
+    }
+    if let Some((head, lines)) = incidents_lines(r) {
+        let _ = writeln!(m, "\n**Incidents:** {}.\n", md(&head));
+        for l in lines {
+            let _ = writeln!(m, "- {}", md(&l));
+        }
     }
     if !r.suspects.is_empty() {
         let _ = writeln!(m, "\n**Suspect nodes:**\n");

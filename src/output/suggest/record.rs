@@ -19,7 +19,8 @@ use crate::suggest::verdict::Judgement;
 
 use super::capture::BacktestTail;
 use super::fields::{json_fields, write_fields, yaml_of, Field};
-use super::report::{Head, Report};
+use super::report::{Head, IncidentsView, Report};
+use crate::suggest::incidents::Listed;
 
 fn hours_json(h: &Hours) -> Value {
     json!({"failed": hours(h.failed), "after": hours(h.after), "futile": hours(h.futile), "again": hours(h.again), "once": hours(h.once())})
@@ -33,8 +34,9 @@ fn no_rule_json(n: &NoRule) -> Value {
     Value::String(n.to_string())
 }
 
-/// One signature's record.
-fn signature_json(s: &SignatureStats, v: &Verdict) -> Value {
+/// One signature's record; with incident windows (`incidents`), its runs in them, and the
+/// verdict with them counted where it differs.
+fn signature_json(s: &SignatureStats, v: &Verdict, incidents: Option<&IncidentsView<'_>>) -> Value {
     let (rate, low, high) = match s.rate() {
         Some((r, l, h)) => (json!(r), json!(l), json!(h)),
         None => (Value::Null, Value::Null, Value::Null),
@@ -78,16 +80,60 @@ fn signature_json(s: &SignatureStats, v: &Verdict) -> Value {
             "otherNode": tally_json(s.other_node),
         }),
     );
-    match v {
-        Verdict::Rule(p) => {
-            m.insert("proposed".into(), rule_json(p));
-        }
-        Verdict::None(why) => {
-            m.insert("proposed".into(), Value::Null);
-            m.insert("noRule".into(), no_rule_json(why));
-        }
+    if s.collided > 0 {
+        m.insert("collided".into(), json!(s.collided));
+    }
+    if incidents.is_some() {
+        m.insert("inIncidents".into(), json!(s.in_incidents));
+    }
+    verdict_fields(&mut m, "proposed", "noRule", v);
+    if let Some(with) = incidents.and_then(|i| i.sensitive.get(&s.text)) {
+        verdict_fields(&mut m, "withIncidents", "withIncidentsNoRule", with);
     }
     Value::Object(m)
+}
+
+/// A verdict as `key` (its rule, or `null` and why under `why`).
+fn verdict_fields(m: &mut Map<String, Value>, key: &str, why_key: &str, v: &Verdict) {
+    match v {
+        Verdict::Rule(p) => {
+            m.insert(key.into(), rule_json(p));
+        }
+        Verdict::None(why) => {
+            m.insert(key.into(), Value::Null);
+            m.insert(why_key.into(), no_rule_json(why));
+        }
+    }
+}
+
+/// The incident windows (docs/reference/suggest.md "Incidents"): each with its jobs, failed
+/// runs, their GPU-hours, its commonest signatures and nodes (5 and 3 at most), and the
+/// record's retries of its failed runs.
+fn incidents_json(i: &IncidentsView<'_>) -> Value {
+    let windows: Vec<Value> = i
+        .found
+        .windows
+        .iter()
+        .map(|(w, l)| {
+            let map = |top: Vec<(&str, u64)>| -> Map<String, Value> {
+                top.into_iter().map(|(k, n)| (k.to_string(), json!(n))).collect()
+            };
+            json!({
+                "from": w.from.to_string(),
+                "to": w.to.to_string(),
+                "detected": w.detected,
+                "given": w.given,
+                "jobs": l.jobs,
+                "failedRuns": l.failed_runs,
+                "gpuHours": hours(l.gpu),
+                "signatures": map(Listed::top(&l.signatures, 5)),
+                "nodes": map(Listed::top(&l.nodes, 3)),
+                "retried": l.retried,
+                "retriedSucceeded": l.retried_succeeded,
+            })
+        })
+        .collect();
+    Value::Array(windows)
 }
 
 fn rule_json(p: &Proposed) -> Value {
@@ -120,7 +166,7 @@ fn suspect_json(s: &Suspect) -> Value {
 /// proposal's (`proposed`: the learned one, `null` with `noRule` saying why today's stays).
 fn default_json(d: &Defaults, rules: &[Proposed]) -> Value {
     let decision = |d: DefaultDecision| json!({"action": d.action.as_str(), "limit": d.limit});
-    let mut m = match signature_json(&d.stats, &d.verdict) {
+    let mut m = match signature_json(&d.stats, &d.verdict, None) {
         Value::Object(m) => m,
         _ => unreachable!("a signature's record is an object"),
     };
@@ -136,18 +182,32 @@ fn default_json(d: &Defaults, rules: &[Proposed]) -> Value {
     Value::Object(m)
 }
 
-/// What was learned: the counts, every signature, the default, the suspect nodes.
-fn head_fields<'a>(r: &'a Report<'a>) -> [Field<'a>; 5] {
-    [
+/// What was learned: the counts, every signature, the default, the suspect nodes; the
+/// incident windows when there are some, the retries the record ran where the baseline's
+/// categorizer says they collide when there are some.
+fn head_fields<'a>(r: &'a Report<'a>) -> Vec<Field<'a>> {
+    let incidents = r.incidents.as_ref();
+    let mut fields = vec![
         Field::One("jobs", json!(r.jobs)),
         Field::One("failedRuns", json!(r.failed_runs)),
         Field::Each(
             "signatures",
-            Box::new(r.signatures.iter().map(|(s, v)| signature_json(s, v))),
+            Box::new(r.signatures.iter().map(move |(s, v)| signature_json(s, v, incidents))),
         ),
         Field::One("default", default_json(r.default, r.rules)),
         Field::Each("suspectNodes", Box::new(r.suspects.iter().map(suspect_json))),
-    ]
+    ];
+    if let Some(i) = incidents {
+        fields.push(Field::One("incidents", incidents_json(i)));
+        fields.push(Field::One(
+            "incidentsLeftOut",
+            json!({"failedRuns": i.found.left_out, "of": i.found.failed_runs}),
+        ));
+    }
+    if r.collisions_ran > 0 {
+        fields.push(Field::One("collisionsRan", json!(r.collisions_ran)));
+    }
+    fields
 }
 
 fn proposal_fields(head: &Head<'_>) -> Map<String, Value> {

@@ -5,8 +5,10 @@
 //! Owns: those types, plain data. Must not: write anything (the formats do) or count.
 
 use crate::engine::EngineKind;
+use crate::model::duration::GoDuration;
 use crate::output::mode::Baseline;
 use crate::suggest::documents::Upstream;
+use crate::suggest::incidents::{Found, Sensitive};
 use crate::suggest::nodes::Suspect;
 use crate::suggest::propose::{Defaults, Knobs, Proposed, Verdict};
 use crate::suggest::queues::QueueCounts;
@@ -76,6 +78,20 @@ pub struct Report<'a> {
     /// When the proposal changes the cluster's categorizer, every queue compared (in name
     /// order); empty otherwise.
     pub queues: &'a [QueueCounts],
+    /// The incident windows, when there are some (docs/reference/suggest.md "Incidents").
+    pub incidents: Option<IncidentsView<'a>>,
+    /// Retries the baseline's categorizer says collide that the record shows ran.
+    pub collisions_ran: u64,
+}
+
+/// The incident windows and what they change.
+pub struct IncidentsView<'a> {
+    pub found: &'a Found,
+    /// The signatures whose proposal their incident runs would change, and to what.
+    pub sensitive: &'a Sensitive,
+    /// Retry rules whose first delay is shorter than the median window (design), and that
+    /// delay.
+    pub short_backoff: Vec<(String, GoDuration)>,
 }
 
 /// Where the engine came from (docs/engines.md "Which engine decides").

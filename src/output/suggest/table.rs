@@ -20,9 +20,12 @@ use crate::suggest::verdict::{Decision, Judgement};
 use super::capture::{BacktestTail, Captured};
 use super::report::{EngineFrom, Report};
 use super::words::{
-    as_written, decision_words, default_row, estimated, gpu_cell, merged_words, no_rules, rate_words, short,
-    signature_words, today, TOP,
+    as_written, backoff_words, collisions_ran_words, decision_words, default_row, estimated, gpu_cell, incidents_words,
+    merged_words, no_rules, rate_words, sensitive_words, short, today, window_words, TOP,
 };
+
+/// Incident windows the table lists (json lists every one).
+const WINDOWS: usize = 10;
 
 /// The table's first line: which engine decided, why, and how to pick the other.
 fn engine_line(engine: EngineKind, from: EngineFrom) -> String {
@@ -60,34 +63,40 @@ pub(super) fn table(
         plural(r.signatures.len() as u64, "signature", "signatures")
     )?;
     writeln!(out)?;
-    // Each signature's row, then the default's below them.
-    let rows: Vec<[String; 7]> = r
+    // Each signature's row, then the default's below them. With incident windows, the runs
+    // each left out (RUNS keeps them); with collided retries, those (no trials).
+    let in_incidents = r.incidents.is_some();
+    let collided = r.signatures.iter().any(|(s, _)| s.collided > 0);
+    let rows: Vec<Vec<String>> = r
         .signatures
         .iter()
         .take(TOP)
-        .map(|(s, v)| (*s, signature_words(r, s, v)))
+        .map(|(s, v)| (*s, sensitive_words(r, s, v)))
         .chain(default_row(r))
         .map(|(s, proposed)| {
-            [
+            let mut row = vec![
                 short(&s.text, 48),
                 s.failed_runs.to_string(),
                 s.trials.trials.to_string(),
-                rate_words(s),
-                gpu_cell(s),
-                today(s),
-                proposed,
-            ]
+            ];
+            if in_incidents {
+                row.push(s.in_incidents.to_string());
+            }
+            if collided {
+                row.push(s.collided.to_string());
+            }
+            row.extend([rate_words(s), gpu_cell(s), today(s), proposed]);
+            row
         })
         .collect();
-    let head = [
-        "SIGNATURE",
-        "RUNS",
-        "TRIALS",
-        "RETRY SUCCESS (95%)",
-        "GPU-H",
-        "TODAY",
-        "PROPOSED",
-    ];
+    let mut head = vec!["SIGNATURE", "RUNS", "TRIALS"];
+    if in_incidents {
+        head.push("IN INCIDENTS");
+    }
+    if collided {
+        head.push("COLLIDED");
+    }
+    head.extend(["RETRY SUCCESS (95%)", "GPU-H", "TODAY", "PROPOSED"]);
     let mut widths: Vec<usize> = head.iter().map(|h| h.chars().count()).collect();
     for row in &rows {
         for (w, c) in widths.iter_mut().zip(row) {
@@ -105,7 +114,7 @@ pub(super) fn table(
         }
         s.trim_end().to_string()
     };
-    writeln!(out, "{}", line(head.to_vec()))?;
+    writeln!(out, "{}", line(head.clone()))?;
     for row in &rows {
         writeln!(out, "{}", line(row.iter().map(String::as_str).collect()))?;
     }
@@ -119,7 +128,35 @@ pub(super) fn table(
     for (s, why) in no_rules(r) {
         writeln!(out, "  no rule for {}: {}", short(&s.text, 60), shown(&why.to_string()))?;
     }
+    if r.collisions_ran > 0 {
+        for line in crate::output::lines::wrap("  note: ", "    ", &collisions_ran_words(r.collisions_ran)) {
+            writeln!(out, "{line}")?;
+        }
+    }
     writeln!(out)?;
+    if let Some(i) = &r.incidents {
+        for line in crate::output::lines::wrap("Incidents: ", "  ", &incidents_words(i.found)) {
+            writeln!(out, "{line}")?;
+        }
+        for (w, l) in i.found.windows.iter().take(WINDOWS) {
+            for line in crate::output::lines::wrap("  ", "    ", &window_words(w, l)) {
+                writeln!(out, "{line}")?;
+            }
+        }
+        if i.found.windows.len() > WINDOWS {
+            writeln!(
+                out,
+                "  … and {} more (-o json lists every one)",
+                plural((i.found.windows.len() - WINDOWS) as u64, "window", "windows")
+            )?;
+        }
+        if let Some(words) = i.found.median().and_then(|m| backoff_words(&i.short_backoff, m)) {
+            for line in crate::output::lines::wrap("  ", "    ", &words) {
+                writeln!(out, "{line}")?;
+            }
+        }
+        writeln!(out)?;
+    }
     if !r.nodes_named {
         writeln!(out, "Suspect nodes: none (no run names a node).")?;
     } else if r.suspects.is_empty() {

@@ -9,13 +9,16 @@ use std::fmt::Write as _;
 
 use crate::engine::job_report::plural;
 use crate::engine::DecisionKind;
+use crate::model::duration::GoDuration;
 use crate::model::Action;
 use crate::output::text::shown;
 use crate::output::words::failed_to_pending_words;
 use crate::replay::compare::{hours, Comparison};
+use crate::replay::incidents::Window;
 use crate::replay::sink::Estimates;
 use crate::suggest::documents::{Merged, Upstream};
 use crate::suggest::exits::Unsplit;
+use crate::suggest::incidents::{Found, Listed};
 use crate::suggest::propose::{DefaultDecision, Defaults, NoRule, Proposed, Verdict};
 use crate::suggest::stats::SignatureStats;
 
@@ -135,9 +138,133 @@ pub(super) fn proposal_words(v: &Verdict, upstream: Option<&Upstream>) -> String
             }
             None => "Fail".into(),
         },
-        Verdict::None(why @ NoRule::TooFewTrials { .. }) => as_today(why),
+        Verdict::None(why @ (NoRule::TooFewTrials { .. } | NoRule::FutilityOneDay { .. } | NoRule::RetriesCollide)) => {
+            as_today(why)
+        }
         Verdict::None(_) => "as today (no rule)".into(),
     }
+}
+
+/// Whether a signature's cell says why it has no rule of its own (so no line under the
+/// signatures repeats it).
+fn cell_says(why: &NoRule) -> bool {
+    matches!(
+        why,
+        NoRule::TooFewTrials { .. } | NoRule::FutilityOneDay { .. } | NoRule::RetriesCollide
+    )
+}
+
+/// A signature's PROPOSED cell with incident windows: what it proposes, and, when its
+/// incident runs counted would change that, what they would make of it (`incident-sensitive:
+/// Fail with the incident runs`).
+pub(super) fn sensitive_words(r: &Report<'_>, s: &SignatureStats, v: &Verdict) -> String {
+    let cell = signature_words(r, s, v);
+    match r.incidents.as_ref().and_then(|i| i.sensitive.get(&s.text)) {
+        Some(with) => format!(
+            "{cell}; incident-sensitive: {} with the incident runs",
+            proposal_words(with, r.upstream)
+        ),
+        None => cell,
+    }
+}
+
+/// The incident windows' headline: how many, their median length, the failed runs left out
+/// of learning, and the record's retries inside them.
+pub(super) fn incidents_words(f: &Found) -> String {
+    let median = f.median().map_or_else(String::new, |m| {
+        format!(" (median {})", GoDuration(u64::try_from(m).unwrap_or(0)))
+    });
+    let (retried, succeeded) = f.retried();
+    format!(
+        "{}{median}: {} of {} failed runs learned from left out of learning ({}); the record retried {} inside them, {} succeeded",
+        plural(f.windows.len() as u64, "window", "windows"),
+        f.left_out,
+        f.failed_runs,
+        pct(f.left_out as f64 / f.failed_runs.max(1) as f64),
+        plural(retried, "failed run", "failed runs"),
+        succeeded
+    )
+}
+
+/// One window in a line: its span, jobs, failed runs and GPU-hours, its commonest
+/// signatures, and its node concentration when over half.
+pub(super) fn window_words(w: &Window, l: &Listed) -> String {
+    let given = match (w.detected, w.given) {
+        (false, true) => " (given)",
+        (true, true) => " (detected and given)",
+        _ => "",
+    };
+    let sigs: Vec<String> = Listed::top(&l.signatures, 3)
+        .into_iter()
+        .map(|(t, n)| format!("{} ×{n}", short(t, 40)))
+        .collect();
+    let mut line = format!(
+        "{} – {}{given}: {}, {}, {:.1} GPU-hours; {}",
+        w.from,
+        w.to,
+        plural(l.jobs, "job", "jobs"),
+        plural(l.failed_runs, "failed run", "failed runs"),
+        hours(l.gpu),
+        sigs.join(", ")
+    );
+    if let Some(share) = l.node_share() {
+        let nodes: Vec<String> = Listed::top(&l.nodes, 3)
+            .into_iter()
+            .map(|(n, _)| shown(n).into_owned())
+            .collect();
+        let _ = write!(line, "; {} of them on {} (a node event?)", pct(share), nodes.join(", "));
+    }
+    line
+}
+
+/// The Retry rules whose first delay (the policy's, the same for each) is shorter than the
+/// median incident, for signatures hit inside one: `None` without any.
+pub(super) fn backoff_words(short_backoff: &[(String, GoDuration)], median: i64) -> Option<String> {
+    let (_, delay) = short_backoff.first()?;
+    let texts: Vec<String> = short_backoff.iter().map(|(t, _)| short(t, 40)).collect();
+    Some(format!(
+        "backoff {delay} < the median incident, {}: the retries of {} come back while an incident may last ({})",
+        GoDuration(u64::try_from(median).unwrap_or(0)),
+        plural(
+            texts.len() as u64,
+            "signature hit inside one",
+            "signatures hit inside one"
+        ),
+        texts.join(", ")
+    ))
+}
+
+/// A signature's runs as a row of the page or the report shows them: its failed runs, and
+/// those left out of its trials (in incidents, or collided retries after them).
+pub(super) fn runs_cell(s: &SignatureStats) -> String {
+    let mut apart = Vec::new();
+    if s.in_incidents > 0 {
+        apart.push(format!("{} in incidents", s.in_incidents));
+    }
+    if s.collided > 0 {
+        apart.push(format!("{} retries collided", s.collided));
+    }
+    match apart.is_empty() {
+        true => s.failed_runs.to_string(),
+        false => format!("{} ({})", s.failed_runs, apart.join(", ")),
+    }
+}
+
+/// The incident windows as the page and the report list them: the headline, a line a window,
+/// and the backoff remark.
+pub(super) fn incidents_lines(r: &Report<'_>) -> Option<(String, Vec<String>)> {
+    let i = r.incidents.as_ref()?;
+    let mut lines: Vec<String> = i.found.windows.iter().map(|(w, l)| window_words(w, l)).collect();
+    lines.extend(i.found.median().and_then(|m| backoff_words(&i.short_backoff, m)));
+    Some((incidents_words(i.found), lines))
+}
+
+/// Retries the baseline's categorizer says collide that the record shows ran.
+pub(super) fn collisions_ran_words(n: u64) -> String {
+    format!(
+        "{} the baseline's categorizer says collide ran in the record (a pod that ran was deleted, not kept): is the baseline's executor config the deployed one?",
+        plural(n, "retry", "retries")
+    )
 }
 
 /// A signature's PROPOSED cell: its rule, or, when the proposal's default is learned anew and
@@ -206,7 +333,7 @@ pub(super) fn no_rules<'r>(r: &'r Report<'_>) -> impl Iterator<Item = (&'r Signa
     r.signatures
         .iter()
         .filter_map(|(s, v)| match v {
-            Verdict::None(w) if !matches!(w, NoRule::TooFewTrials { .. }) => Some((*s, w)),
+            Verdict::None(w) if !cell_says(w) => Some((*s, w)),
             _ => None,
         })
         .take(5)

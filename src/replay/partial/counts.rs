@@ -22,8 +22,9 @@ use std::fmt;
 
 use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 
-/// Fields that are not counts: never added (a position, an exit code).
-const NOT_COUNTS: [&str; 2] = ["first_not_submitted", "Exit"];
+/// Fields that are not counts: never added (a position, an exit code, the span of the
+/// failed runs' times and the changes of a window's count, `replay::incidents::Detector`).
+const NOT_COUNTS: [&str; 4] = ["first_not_submitted", "Exit", "span", "deltas"];
 
 /// Fields kept in 128 bits (sums of nanoseconds × thousandths of a GPU or CPU, which a day of
 /// a large cluster takes past 64 bits: a summary's `gpu` and `cpu`, a comparison's added and

@@ -7,11 +7,14 @@
 
 use crate::engine::simulator::Simulator;
 use crate::engine::{Match, Settings};
-use crate::model::failure_history::{FailureHistory, Final};
+use std::collections::BTreeMap;
+
+use crate::model::failure_history::{FailureHistory, Final, Outcome};
 use crate::replay::backtest::{backtest, Backtest};
 use crate::replay::categorize::{Reclassify, SideCategories};
 use crate::replay::compare::{ByClass, Comparison, JobDiff, Side};
-use crate::replay::estimate::{PendingSet, Rates, Trials};
+use crate::replay::estimate::{PendingSet, Place, Rates, TimedTrials, Trials};
+use crate::replay::incidents::{self, Detected, Detector, Rule, Seen};
 use crate::replay::recorded::Recorded;
 use crate::replay::sink::{Estimates, Needs, SideSummaries};
 use crate::replay::source::{Origin, Pos};
@@ -35,6 +38,61 @@ pub struct TrialCount {
     /// (with its position, so that any split finds the same first).
     pub not_submitted: u64,
     pub first_not_submitted: Option<(Pos, String)>,
+    /// With `--incidents` on (or a window given): what leaving incidents out needs.
+    #[serde(default, skip_serializing_if = "IncidentCount::is_empty")]
+    pub incidents: IncidentCount,
+}
+
+/// What the trials' count keeps of its failed runs' times (docs/reference/suggest.md
+/// "Incidents"): the trials in a window known already are left out as they come; the others
+/// with a time are kept by 5-minute slot as well, so that those a window found at the end
+/// holds can be taken out then, and the failed runs too, for the count of those in windows.
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+pub struct IncidentCount {
+    pub detector: Detector,
+    timed: TimedTrials,
+    /// Failed runs outside the known windows, by 5-minute slot.
+    #[serde(with = "slots")]
+    failed_by_slot: BTreeMap<i64, u64>,
+    /// Failed runs counted, those in the known windows, and the trials left out there.
+    failed_runs: u64,
+    known_failed: u64,
+    known_trials: u64,
+    #[serde(skip)]
+    ends: Vec<Option<i64>>,
+    #[serde(skip)]
+    times: Vec<i64>,
+}
+
+mod slots {
+    use std::collections::BTreeMap;
+
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub fn serialize<S: Serializer>(m: &BTreeMap<i64, u64>, s: S) -> Result<S::Ok, S::Error> {
+        m.iter().collect::<Vec<_>>().serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeMap<i64, u64>, D::Error> {
+        Ok(Vec::<(i64, u64)>::deserialize(d)?.into_iter().collect())
+    }
+}
+
+impl IncidentCount {
+    fn is_empty(&self) -> bool {
+        self.failed_runs == 0 && self.detector.untimed == 0 && self.detector.timed == 0
+    }
+
+    fn merge(&mut self, o: &IncidentCount) {
+        self.detector.merge(&o.detector);
+        self.timed.merge(&o.timed);
+        for (k, n) in &o.failed_by_slot {
+            *self.failed_by_slot.entry(*k).or_default() += n;
+        }
+        self.failed_runs += o.failed_runs;
+        self.known_failed += o.known_failed;
+        self.known_trials += o.known_trials;
+    }
 }
 
 impl TrialCount {
@@ -52,7 +110,41 @@ impl TrialCount {
                 false
             }
         };
-        self.trials.add_history(history, test);
+        let look = &options.incidents;
+        if look.active() {
+            let c = &mut self.incidents;
+            incidents::ends(history, &mut c.ends);
+            c.times.clear();
+            let mut untimed = 0;
+            for (run, end) in history.runs.iter().zip(&c.ends) {
+                if run.outcome != Outcome::Failed {
+                    continue;
+                }
+                c.failed_runs += 1;
+                let Some(t) = *end else {
+                    untimed += 1;
+                    continue;
+                };
+                if look.known.contains(t) {
+                    c.known_failed += 1;
+                } else if look.detect {
+                    *c.failed_by_slot.entry(incidents::slot_of(t)).or_default() += 1;
+                }
+                c.times.push(t);
+            }
+            if look.detect {
+                c.detector.add_job(&c.times, untimed);
+            }
+            let ends = &c.ends;
+            let place = |k: usize| match ends.get(k).copied().flatten() {
+                Some(t) if look.known.contains(t) => Place::Leave,
+                Some(t) if look.detect => Place::Slot(incidents::slot_of(t)),
+                _ => Place::Count,
+            };
+            c.known_trials += self.trials.add_history_where(history, test, place, &mut c.timed);
+        } else {
+            self.trials.add_history(history, test);
+        }
         self.recorded.add(history);
     }
 
@@ -60,6 +152,7 @@ impl TrialCount {
     pub fn merge(&mut self, other: &TrialCount) {
         self.trials.merge(&other.trials);
         self.recorded.merge(&other.recorded);
+        self.incidents.merge(&other.incidents);
         self.not_submitted += other.not_submitted;
         if let Some((at, id)) = &other.first_not_submitted {
             if self.first_not_submitted.as_ref().is_none_or(|(first, _)| at < first) {
@@ -68,21 +161,62 @@ impl TrialCount {
         }
     }
 
-    /// The final rates and, with `--backtest-at`, the backtest; or why it has no answer.
-    pub fn finish(self, options: &Options) -> Result<(Rates, Option<Backtest>), NoAnswer> {
+    /// The final rates and, with `--backtest-at`, the backtest, and what incidents left out
+    /// of them; or why it has no answer.
+    pub fn finish(self, options: &Options) -> Result<Finished, NoAnswer> {
+        self.finish_with(options, None)
+    }
+
+    /// [`TrialCount::finish`], with the windows `found` by another count of the same jobs
+    /// (suggest's pass 1, over every queue) instead of its own.
+    pub fn finish_with(mut self, options: &Options, found: Option<&Detected>) -> Result<Finished, NoAnswer> {
         if let Some((_, first)) = self.first_not_submitted {
             return Err(NoAnswer::NotSubmitted {
                 jobs: self.not_submitted,
                 first,
             });
         }
+        let look = &options.incidents;
+        let seen = (look.active() || found.is_some()).then(|| {
+            let c = &self.incidents;
+            let detected = match found {
+                Some(d) => d.clone(),
+                None if look.detect => c.detector.detect(Rule::default(), &look.known.0),
+                None => Detected::given(&look.known),
+            };
+            // The known windows' trials were left out as they came; the windows found since
+            // lie on the slots' grid.
+            let later = &detected.found;
+            let taken = self.trials.take_out(&c.timed, |slot| later.holds_slot(slot));
+            let in_later: u64 = c
+                .failed_by_slot
+                .iter()
+                .filter(|(slot, _)| later.holds_slot(**slot))
+                .map(|(_, n)| n)
+                .sum();
+            Seen {
+                windows: detected.windows,
+                failed_runs: c.failed_runs,
+                in_windows: c.known_failed + in_later,
+                trials_left_out: c.known_trials + taken,
+            }
+        });
         let rates = Rates::new(self.trials);
         let backtest = match options.backtest_at {
             Some(at) => Some(backtest(&rates, at).map_err(NoAnswer::Refused)?),
             None => None,
         };
-        Ok((rates, backtest))
+        Ok(Finished { rates, backtest, seen })
     }
+}
+
+/// The trials' count, final.
+#[derive(Debug)]
+pub struct Finished {
+    pub rates: Rates,
+    pub backtest: Option<Backtest>,
+    /// With incidents looked for: what they left out.
+    pub seen: Option<Seen>,
 }
 
 /// What comparing jobs under one candidate adds up (docs/what-if.md, docs/estimates.md): the totals, the
@@ -240,7 +374,7 @@ impl Folded {
     ) -> Result<(Estimates, Comparison, SideSummaries), NoAnswer> {
         let mut trials = self.trials;
         let recorded = std::mem::take(&mut trials.recorded);
-        let (rates, backtest) = trials.finish(options)?;
+        let Finished { rates, backtest, seen } = trials.finish(options)?;
         let mut t = self.tally;
         t.comparison.recorded = recorded;
         let asked = if compare { &t.asked } else { &t.pending };
@@ -249,10 +383,8 @@ impl Folded {
         } else {
             ByClass::default()
         };
-        Ok((
-            Estimates::new(rates, by_class, asked, &t.pending, backtest),
-            t.comparison,
-            self.sides,
-        ))
+        let mut estimates = Estimates::new(rates, by_class, asked, &t.pending, backtest);
+        estimates.incidents = seen;
+        Ok((estimates, t.comparison, self.sides))
     }
 }

@@ -26,6 +26,7 @@ use crate::model::failure_history::Timestamp;
 use super::backtest::Refusal;
 use super::compare::{Comparison, Overflow};
 pub use super::fallback::{fallback, Fallback, Fallbacks};
+use super::incidents::Look;
 use super::parallel::Processed;
 use super::partial::{self, Recorder};
 use super::shard::Shard;
@@ -41,7 +42,7 @@ mod plain;
 
 pub use baseline::{compare, compare_inspected, CompareFold, Inspect};
 pub use compared::{compare_job, Asks, JobCompared, SideCounts, SideReplayed};
-pub use counts::{tally_job, tally_job_with, CompareTally, Folded, TrialCount, LOST_NAMED};
+pub use counts::{tally_job, tally_job_with, CompareTally, Finished, Folded, IncidentCount, TrialCount, LOST_NAMED};
 pub use job::{as_side, replay_job, replay_job_detailed, runs_left, runs_left_after, runs_left_matched, JobFacts};
 pub use plain::{replay, ReplayFold};
 
@@ -79,6 +80,9 @@ pub struct Options {
     /// A comparison counts the jobs whose record contradicts its baseline (docs/what-if.md
     /// "Does the baseline explain the record?"): the baseline is a policy the cluster ran.
     pub explain: bool,
+    /// Incident windows (docs/reference/suggest.md "Incidents"): those known, whose failed
+    /// runs' trials the estimates leave out, and whether to find more.
+    pub incidents: Look,
 }
 
 /// Why a replay has no answer to print: `--backtest-at` has none (a usage error,

@@ -17,7 +17,8 @@ use crate::error::CliError;
 use crate::model::failure_history::Timestamp;
 use crate::replay::source::Overrides;
 
-use crate::commands::replay::checks::parse_backtest_at;
+use crate::commands::replay::checks::{parse_backtest_at, parse_incidents};
+use crate::replay::incidents::{Look, Setting};
 
 /// Where the candidate side's documents come from.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -106,6 +107,9 @@ pub struct SidesSpec {
     /// `--queue`.
     pub queue: Option<String>,
     pub backtest_at: Option<BacktestAt>,
+    /// `--incidents`, `--incident FROM/TO` (docs/reference/suggest.md "Incidents").
+    #[serde(default, skip_serializing_if = "Setting::is_default")]
+    pub incidents: Setting,
 }
 
 impl SidesSpec {
@@ -134,6 +138,7 @@ impl SidesSpec {
             default_policy: replay.scheduler.default_policy.clone(),
             queue: replay.queue.clone(),
             backtest_at: replay.backtest_at.as_deref().map(BacktestAt::parse).transpose()?,
+            incidents: parse_incidents(replay.incidents, &replay.incident)?,
         })
     }
 
@@ -155,6 +160,7 @@ impl SidesSpec {
             default_policy: args.scheduler.default_policy.clone(),
             queue: None,
             backtest_at: None,
+            incidents: Setting::default(),
         }
     }
 
@@ -186,6 +192,11 @@ impl SidesSpec {
     /// The backtest's time, as read.
     pub fn backtest_time(&self) -> Option<Timestamp> {
         self.backtest_at.as_ref().map(|b| b.at)
+    }
+
+    /// How a replay of these sides looks for incidents, before anything is read.
+    pub fn look(&self) -> Look {
+        Look::of(&self.incidents)
     }
 
     /// `--backtest-at` as typed (empty without one: the refusals name it).

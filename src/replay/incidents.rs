@@ -1,0 +1,577 @@
+//! Incident windows (docs/reference/suggest.md "Incidents"): the hours in which more jobs
+//! failed than the history's own rate explains, found from the failed runs' times alone.
+//!
+//! The rule, as the docs write it:
+//! - a failed run's time is its end ([`ends`]): `startedAt + runFor`, else the next run's
+//!   start, else the job's submission plus the `queuedFor` and `runFor` of its runs up to it
+//!   (a run none of these places has no time, and is in no window);
+//! - over the history's span, windows of 1 hour start every 10 minutes on the clock's
+//!   10-minute marks, the first at the earliest failed run's time floored to 10 minutes, the
+//!   last at the latest's; `k` of a window is the number of distinct jobs with a failed run
+//!   ending in it (a window is half-open: a run ending at its end is the next one's), `λ` the
+//!   mean of `k` over all `B` windows;
+//! - a window is an incident when `k ≥ 5` and `P(X ≥ k) < 0.01 / B` for `X ~ Poisson(λ)`
+//!   (a Bonferroni bound over the windows tested); each is widened by 10 minutes before and 5
+//!   after, and overlapping ones are merged, with the windows given by hand (taken as given).
+//!
+//! Owns: the times, the counts detection needs ([`Detector`]: per job, the windows its
+//! failed runs fall in, kept as the changes of `k` from one window start to the next, so
+//! that it holds the span's windows, not the runs, and adds up alike whatever the split of
+//! the jobs into units or shards), the test ([`poisson_tail`], [`is_incident`]), the windows
+//! found ([`Detected`]), and the same rule over a list of `(time, job)` pairs with `λ` given
+//! ([`detect_failures`], for a caller that holds its own list). Pure: no I/O, no clock; the
+//! span is the history's own.
+
+use std::collections::HashMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::model::failure_history::{FailureHistory, Outcome, StartedAt, Timestamp};
+
+const MINUTE: i64 = 60_000_000_000;
+
+/// Windows start every 10 minutes.
+pub const STEP: i64 = 10 * MINUTE;
+/// A window is 1 hour: 6 starts.
+pub const STEPS_PER_WINDOW: i64 = 6;
+/// A detected window is widened by 10 minutes before it…
+pub const BEFORE: i64 = 10 * MINUTE;
+/// … and 5 after.
+pub const AFTER: i64 = 5 * MINUTE;
+/// The fewest distinct failing jobs an incident has.
+pub const MIN_JOBS: u64 = 5;
+/// The chance of a window so full, under the history's own rate, spread over the windows
+/// tested (Bonferroni): `ALPHA / B`.
+pub const ALPHA: f64 = 0.01;
+
+/// A span of time, `[from, to)` in nanoseconds since the epoch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Window {
+    pub from: Timestamp,
+    pub to: Timestamp,
+    /// Found in the history (else only given by hand).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub detected: bool,
+    /// Given by hand (`--incident FROM/TO`), or merged with one that was.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub given: bool,
+}
+
+impl Window {
+    /// A window given by hand.
+    pub fn given(from: Timestamp, to: Timestamp) -> Window {
+        Window {
+            from,
+            to,
+            detected: false,
+            given: true,
+        }
+    }
+
+    pub fn contains(&self, t: i64) -> bool {
+        self.from.0 <= t && t < self.to.0
+    }
+
+    /// Its length in nanoseconds.
+    pub fn length(&self) -> i64 {
+        self.to.0.saturating_sub(self.from.0)
+    }
+}
+
+/// Whether a replay looks for incidents: `--incidents auto|off` and `--incident FROM/TO`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Setting {
+    /// `auto`: detect windows in the history (else only the given ones).
+    pub detect: bool,
+    /// Given by hand, in the order given.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub given: Vec<Window>,
+}
+
+impl Default for Setting {
+    fn default() -> Setting {
+        Setting {
+            detect: true,
+            given: Vec::new(),
+        }
+    }
+}
+
+impl Setting {
+    /// No window can exist: nothing detected, none given.
+    pub fn is_off(&self) -> bool {
+        !self.detect && self.given.is_empty()
+    }
+
+    /// The default (`auto`, none given): what a record leaves out.
+    pub fn is_default(&self) -> bool {
+        *self == Setting::default()
+    }
+
+    /// The given windows merged, as [`Windows`] (what is known before any history is read).
+    pub fn given_windows(&self) -> Windows {
+        Windows::merged(self.given.clone())
+    }
+}
+
+/// Each run's end (docs/reference/suggest.md "Incidents"), into `out` (one entry a run:
+/// `None` when the record does not place it), in nanoseconds since the epoch.
+pub fn ends(history: &FailureHistory, out: &mut Vec<Option<i64>>) {
+    out.clear();
+    let submitted = history.job.submitted_at.map(|t| i128::from(t.0));
+    let start = |k: usize| -> Option<i128> {
+        match history.runs.get(k)?.started_at? {
+            StartedAt::Absolute(t) => Some(i128::from(t.0)),
+            StartedAt::Offset(d) => Some(submitted? + i128::from(d.0)),
+        }
+    };
+    // Submission plus every run's wait and run time up to this one's end.
+    let mut elapsed: i128 = 0;
+    for (k, run) in history.runs.iter().enumerate() {
+        elapsed += i128::from(run.queued_for.0) + i128::from(run.run_for.0);
+        let end = match start(k) {
+            Some(s) => Some(s + i128::from(run.run_for.0)),
+            None => start(k + 1).or_else(|| submitted.map(|s| s + elapsed)),
+        };
+        out.push(end.and_then(|e| i64::try_from(e).ok()));
+    }
+}
+
+/// The failed runs' times of `history` (as [`ends`] gives them), into `out`; returns how
+/// many failed runs have none.
+pub fn failed_times(history: &FailureHistory, ends_of: &[Option<i64>], out: &mut Vec<i64>) -> u64 {
+    out.clear();
+    let mut untimed = 0;
+    for (run, end) in history.runs.iter().zip(ends_of) {
+        if run.outcome != Outcome::Failed {
+            continue;
+        }
+        match end {
+            Some(t) => out.push(*t),
+            None => untimed += 1,
+        }
+    }
+    untimed
+}
+
+/// The 10-minute mark at or before `t`: the start of the window it opens.
+fn step_of(t: i64) -> i64 {
+    t.div_euclid(STEP)
+}
+
+/// What detection needs of the failed runs counted so far: `k` of every window, kept as its
+/// changes (`+1` where a job's run of windows begins, `−1` after it ends), and the span.
+/// Counted job by job, merged unit by unit or shard by shard: the same whatever the split.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Detector {
+    /// By window start (in 10-minute steps since the epoch): how `k` changes there.
+    #[serde(with = "sorted_deltas")]
+    deltas: HashMap<i64, i64, foldhash::fast::RandomState>,
+    /// The earliest and latest failed run's time.
+    span: Option<(i64, i64)>,
+    /// Failed runs with a time, and without one.
+    pub timed: u64,
+    pub untimed: u64,
+    /// The job's window starts, sorted (scratch).
+    #[serde(skip)]
+    scratch: Vec<i64>,
+}
+
+mod sorted_deltas {
+    use std::collections::HashMap;
+
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    type Map = HashMap<i64, i64, foldhash::fast::RandomState>;
+
+    pub fn serialize<S: Serializer>(m: &Map, s: S) -> Result<S::Ok, S::Error> {
+        let mut v: Vec<(i64, i64)> = m.iter().map(|(k, d)| (*k, *d)).collect();
+        v.sort_unstable();
+        v.serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Map, D::Error> {
+        let v: Vec<(i64, i64)> = Vec::deserialize(d)?;
+        Ok(v.into_iter().collect())
+    }
+}
+
+impl Detector {
+    /// One job's failed runs: their times (nanoseconds since the epoch, any order) and how
+    /// many have none. A job counts once in each window one of its failed runs ends in.
+    pub fn add_job(&mut self, times: &[i64], untimed: u64) {
+        self.untimed += untimed;
+        if times.is_empty() {
+            return;
+        }
+        self.timed += times.len() as u64;
+        let (lo, hi) = times
+            .iter()
+            .fold((i64::MAX, i64::MIN), |(lo, hi), &t| (lo.min(t), hi.max(t)));
+        self.span = Some(match self.span {
+            Some((a, b)) => (a.min(lo), b.max(hi)),
+            None => (lo, hi),
+        });
+        let mut steps = std::mem::take(&mut self.scratch);
+        steps.clear();
+        steps.extend(times.iter().map(|&t| step_of(t)));
+        steps.sort_unstable();
+        steps.dedup();
+        // A run in step s is in the windows starting at s − 5 … s: runs of those, merged.
+        let mut run: Option<(i64, i64)> = None;
+        for &s in &steps {
+            let (a, b) = (s - (STEPS_PER_WINDOW - 1), s);
+            run = match run {
+                Some((ra, rb)) if a <= rb + 1 => Some((ra, rb.max(b))),
+                Some(done) => {
+                    self.bump(done);
+                    Some((a, b))
+                }
+                None => Some((a, b)),
+            };
+        }
+        if let Some(done) = run {
+            self.bump(done);
+        }
+        self.scratch = steps;
+    }
+
+    fn bump(&mut self, (a, b): (i64, i64)) {
+        *self.deltas.entry(a).or_default() += 1;
+        *self.deltas.entry(b + 1).or_default() -= 1;
+    }
+
+    /// Adds another unit's or shard's counts.
+    pub fn merge(&mut self, o: &Detector) {
+        for (k, d) in &o.deltas {
+            *self.deltas.entry(*k).or_default() += d;
+        }
+        self.span = match (self.span, o.span) {
+            (Some((a, b)), Some((c, d))) => Some((a.min(c), b.max(d))),
+            (s, None) | (None, s) => s,
+        };
+        self.timed += o.timed;
+        self.untimed += o.untimed;
+    }
+
+    /// `k` over the span's windows, as runs of equal `k`: `(first start, last start, k)`
+    /// (starts in 10-minute steps), in order; with `B`, the windows in the span.
+    fn segments(&self) -> (Vec<(i64, i64, u64)>, u64) {
+        let Some((lo, hi)) = self.span else {
+            return (Vec::new(), 0);
+        };
+        let (first, last) = (step_of(lo), step_of(hi));
+        let mut keys: Vec<(i64, i64)> = self.deltas.iter().map(|(k, d)| (*k, *d)).collect();
+        keys.sort_unstable();
+        let mut out = Vec::new();
+        // `k` holds from `since` up to the next change.
+        let (mut k, mut since) = (0i64, i64::MIN);
+        for (at, d) in keys {
+            let (a, b) = (since.max(first), (at - 1).min(last));
+            if k > 0 && a <= b {
+                out.push((a, b, k as u64));
+            }
+            k += d;
+            since = at;
+        }
+        if k > 0 && since.max(first) <= last {
+            out.push((since.max(first), last, k as u64));
+        }
+        (out, (last - first + 1) as u64)
+    }
+
+    /// The windows by the rule (docs/reference/suggest.md "Incidents"): `rule`'s λ and `B`
+    /// when given, else the span's own; merged with `given` (taken as given).
+    pub fn detect(&self, rule: Rule, given: &[Window]) -> Detected {
+        let (segments, windows) = self.segments();
+        let tests = rule.tests.unwrap_or(windows);
+        let total: u64 = segments.iter().map(|(a, b, k)| (b - a + 1) as u64 * k).sum();
+        let lambda = rule.lambda.unwrap_or(if windows == 0 {
+            0.0
+        } else {
+            total as f64 / windows as f64
+        });
+        let max_k = segments.iter().map(|s| s.2).max().unwrap_or(0);
+        let threshold = threshold(lambda, tests, max_k);
+        let mut found: Vec<Window> = Vec::new();
+        if let Some(min) = threshold {
+            // Consecutive incident starts, each widened: one span from the first's start less
+            // 10 minutes to the last's end plus 5.
+            let mut run: Option<(i64, i64)> = None;
+            for &(a, b, k) in &segments {
+                if k < min {
+                    continue;
+                }
+                run = match run {
+                    Some((ra, rb)) if a == rb + 1 => Some((ra, b)),
+                    Some(done) => {
+                        found.push(widened(done));
+                        Some((a, b))
+                    }
+                    None => Some((a, b)),
+                };
+            }
+            if let Some(done) = run {
+                found.push(widened(done));
+            }
+        }
+        let only = Windows::merged(found.clone());
+        found.extend(given.iter().copied());
+        Detected {
+            windows: Windows::merged(found).0,
+            found: only,
+            lambda,
+            tests,
+            threshold,
+        }
+    }
+}
+
+/// Window starts `a..=b` (in steps) as one widened span.
+fn widened((a, b): (i64, i64)) -> Window {
+    let from = a.saturating_mul(STEP).saturating_sub(BEFORE);
+    let to = b
+        .saturating_mul(STEP)
+        .saturating_add(STEPS_PER_WINDOW * STEP)
+        .saturating_add(AFTER);
+    Window {
+        from: Timestamp(from),
+        to: Timestamp(to),
+        detected: true,
+        given: false,
+    }
+}
+
+/// λ and `B` when the caller knows them better than the span does (a window of a live
+/// record: λ from the hours before it); `None`: the span's own.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Rule {
+    pub lambda: Option<f64>,
+    /// `B`, the windows tested.
+    pub tests: Option<u64>,
+}
+
+/// The smallest `k` that is an incident at `lambda` over `tests` windows, when one up to
+/// `max_k` is.
+fn threshold(lambda: f64, tests: u64, max_k: u64) -> Option<u64> {
+    if tests == 0 {
+        return None;
+    }
+    // The tail falls as k grows: the first k past the mean that passes.
+    let start = MIN_JOBS.max(lambda.floor() as u64 + 1);
+    (start..=max_k).find(|&k| is_incident(k, lambda, tests))
+}
+
+/// Whether a window of `k` distinct failing jobs is an incident at rate `lambda` among
+/// `tests` windows tested: `k ≥ 5` and `P(X ≥ k) < 0.01 / tests`, `X ~ Poisson(λ)`.
+pub fn is_incident(k: u64, lambda: f64, tests: u64) -> bool {
+    k >= MIN_JOBS && tests > 0 && poisson_tail(k, lambda) < ALPHA / tests as f64
+}
+
+/// `P(X ≥ k)` for `X ~ Poisson(λ)`: summed from the far side of the mean, so that a small
+/// tail keeps its digits.
+pub fn poisson_tail(k: u64, lambda: f64) -> f64 {
+    if k == 0 {
+        return 1.0;
+    }
+    if lambda.is_nan() || lambda <= 0.0 {
+        return 0.0;
+    }
+    let ln_pmf = |i: u64| -lambda + i as f64 * lambda.ln() - ln_factorial(i);
+    if (k as f64) > lambda {
+        // The upper terms, each λ/(i+1) of the one before, until they no longer count.
+        let first = ln_pmf(k);
+        let (mut term, mut sum, mut i) = (1.0f64, 0.0f64, k);
+        loop {
+            sum += term;
+            i += 1;
+            term *= lambda / i as f64;
+            if term < sum * 1e-17 {
+                break;
+            }
+        }
+        (first + sum.ln()).exp().min(1.0)
+    } else {
+        // The lower terms, downward from k − 1, taken from 1.
+        let first = ln_pmf(k - 1);
+        let (mut term, mut sum, mut i) = (1.0f64, 0.0f64, k - 1);
+        loop {
+            sum += term;
+            if i == 0 {
+                break;
+            }
+            term *= i as f64 / lambda;
+            i -= 1;
+            if term < sum * 1e-17 {
+                break;
+            }
+        }
+        (1.0 - (first + sum.ln()).exp()).clamp(0.0, 1.0)
+    }
+}
+
+/// `ln n!`: summed exactly up to 20, Stirling's series past it (its error below 1e-15
+/// there).
+fn ln_factorial(n: u64) -> f64 {
+    if n < 21 {
+        return (2..=n).map(|i| (i as f64).ln()).sum();
+    }
+    let x = n as f64;
+    x * x.ln() - x + 0.5 * (2.0 * std::f64::consts::PI * x).ln() + 1.0 / (12.0 * x) - 1.0 / (360.0 * x * x * x)
+        + 1.0 / (1260.0 * x.powi(5))
+}
+
+/// Windows merged: sorted, none overlapping another.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Windows(pub Vec<Window>);
+
+impl Windows {
+    /// `windows` sorted and merged where they overlap (a merged window is detected when a part
+    /// of it was, given when a part was).
+    pub fn merged(mut windows: Vec<Window>) -> Windows {
+        windows.retain(|w| w.from < w.to);
+        windows.sort_by_key(|w| (w.from, w.to));
+        let mut out: Vec<Window> = Vec::with_capacity(windows.len());
+        for w in windows {
+            match out.last_mut() {
+                Some(last) if w.from < last.to => {
+                    last.to = last.to.max(w.to);
+                    last.detected |= w.detected;
+                    last.given |= w.given;
+                }
+                _ => out.push(w),
+            }
+        }
+        Windows(out)
+    }
+
+    /// The window holding `t`, by its place.
+    pub fn find(&self, t: i64) -> Option<usize> {
+        let at = self.0.partition_point(|w| w.to.0 <= t);
+        self.0.get(at).filter(|w| w.from.0 <= t).map(|_| at)
+    }
+
+    pub fn contains(&self, t: i64) -> bool {
+        self.find(t).is_some()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether any window may hold a time within the 5-minute slot `slot` (windows found
+    /// later start and end on those slots' edges).
+    pub fn holds_slot(&self, slot: i64) -> bool {
+        self.contains(slot.saturating_mul(SLOT))
+    }
+}
+
+/// The grid every detected window's edges lie on: 5 minutes (10-minute marks, less 10
+/// minutes, plus an hour and 5). A count kept by slot of this grid can be split at any
+/// window found later.
+pub const SLOT: i64 = 5 * MINUTE;
+
+/// The 5-minute slot of `t`.
+pub fn slot_of(t: i64) -> i64 {
+    t.div_euclid(SLOT)
+}
+
+/// What detection found.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Detected {
+    /// Merged with the given ones, in time order.
+    pub windows: Vec<Window>,
+    /// The detected ones alone, merged (their edges on the 5-minute grid, [`SLOT`]).
+    pub found: Windows,
+    /// The mean `k` of a window, and `B`, the windows tested.
+    pub lambda: f64,
+    pub tests: u64,
+    /// The smallest `k` that made an incident (`None`: no window reached one).
+    pub threshold: Option<u64>,
+}
+
+impl Detected {
+    pub fn windows(&self) -> Windows {
+        Windows(self.windows.clone())
+    }
+
+    /// The given windows alone, when nothing is detected.
+    pub fn given(given: &Windows) -> Detected {
+        Detected {
+            windows: given.0.clone(),
+            ..Detected::default()
+        }
+    }
+}
+
+/// How a replay looks for incidents (`Options`): the windows known before it (given by hand,
+/// or found by an earlier pass over the same jobs), whose failed runs' trials are left out as
+/// they are counted, and whether to detect more at the end from its own failed runs.
+#[derive(Debug, Clone, Default)]
+pub struct Look {
+    pub known: std::sync::Arc<Windows>,
+    pub detect: bool,
+}
+
+impl Look {
+    /// As `setting` says, before anything is read.
+    pub fn of(setting: &Setting) -> Look {
+        Look {
+            known: std::sync::Arc::new(setting.given_windows()),
+            detect: setting.detect,
+        }
+    }
+
+    /// Windows known already, and nothing more to detect.
+    pub fn known(windows: Windows) -> Look {
+        Look {
+            known: std::sync::Arc::new(windows),
+            detect: false,
+        }
+    }
+
+    /// Whether any window can exist.
+    pub fn active(&self) -> bool {
+        self.detect || !self.known.is_empty()
+    }
+}
+
+/// What a replay left out of its estimates for incidents: the windows, the failed runs in
+/// them of all it counted, and the trials left out (docs/estimates.md).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Seen {
+    pub windows: Vec<Window>,
+    pub failed_runs: u64,
+    pub in_windows: u64,
+    pub trials_left_out: u64,
+}
+
+/// The rule over a list of failed runs, `(time, job)`, with `λ` (and `B`) given when the
+/// caller knows them (`None`: the list's own span's): for a caller that holds the failures
+/// of a span of its own, such as the last hours of a live record.
+pub fn detect_failures<J: Ord>(failures: &[(Timestamp, J)], rule: Rule) -> Detected {
+    let mut by_job: Vec<&(Timestamp, J)> = failures.iter().collect();
+    by_job.sort_by(|a, b| a.1.cmp(&b.1));
+    let mut d = Detector::default();
+    let mut times = Vec::new();
+    let mut at = 0;
+    while at < by_job.len() {
+        times.clear();
+        let job = &by_job[at].1;
+        while at < by_job.len() && by_job[at].1 == *job {
+            times.push(by_job[at].0 .0);
+            at += 1;
+        }
+        d.add_job(&times, 0);
+    }
+    d.detect(rule, &[])
+}
+
+#[cfg(test)]
+mod tests;
