@@ -66,6 +66,8 @@ pub struct Seen {
     pub collisions: u64,
     /// The record holds a failed run (the verdict's sample counts such jobs).
     pub has_failed_run: bool,
+    /// The record's failed runs (an incident window's runs count them).
+    pub failed_runs: u64,
     /// The record's own totals (the verdict's hours name what the jobs ask for).
     pub recorded: Recorded,
     /// Per candidate, in [`PolicySets::candidates`]' order; `None` when the candidate could not
@@ -104,6 +106,7 @@ pub fn see(
         contradicted: !baseline.contradictions.is_empty(),
         collisions: today.collisions,
         has_failed_run: history.runs.iter().any(|r| r.outcome == RunOutcome::Failed),
+        failed_runs: history.runs.iter().filter(|r| r.outcome == RunOutcome::Failed).count() as u64,
         recorded,
         shadows: Vec::with_capacity(sets.candidates.len()),
         errors: Vec::new(),

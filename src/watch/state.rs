@@ -303,6 +303,7 @@ mod tests {
             contradicted: true,
             collisions: 0,
             has_failed_run: true,
+            failed_runs: 1,
             recorded: Default::default(),
             shadows: vec![Some(shadow)],
             errors: Vec::new(),

@@ -5,8 +5,12 @@
 //! on the numbers `simulate --baseline` would print for those jobs. One entry an hour, so
 //! bounded whatever the jobs seen.
 //!
-//! Owns: [`Window`] and [`Hour`]. Must not: judge (the command judges the sums by suggest's
-//! rules) or read a clock.
+//! The same sums say whether an hour is an incident window ([`Window::is_incident_hour`]:
+//! suggest's rule, docs/reference/suggest.md "Incidents", on hours instead of 10-minute
+//! steps).
+//!
+//! Owns: [`Window`] and [`Hour`]. Must not: judge a candidate (the command judges the sums by
+//! suggest's rules) or read a clock.
 
 use std::collections::BTreeMap;
 
@@ -14,11 +18,16 @@ use serde::{Deserialize, Serialize};
 
 use crate::replay::compare::Comparison;
 use crate::replay::explained::Explained;
+use crate::replay::incidents::is_incident;
 
 use super::job::Seen;
 
 /// An hour, in microseconds.
 pub const HOUR: i64 = 3_600 * 1_000_000;
+
+/// The hours counted before an hour that it is judged against, at least: a watch that
+/// started an hour ago has no rate to call an hour unusual against.
+pub const INCIDENT_HOURS_BEFORE: i64 = 24;
 
 /// One hour's sums.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -93,5 +102,69 @@ impl Window {
 
     pub fn is_empty(&self) -> bool {
         self.hours.is_empty()
+    }
+
+    /// Whether the hour holding `at` is an incident window: `k`, its jobs with a failed run,
+    /// against `λ`, the mean of the hours from the one holding `from` up to it (an hour with no
+    /// job counts 0), `P(X ≥ k) < 0.01 / B` over the `B` hours judged, and `k ≥ 5`
+    /// (`replay::incidents::is_incident`). Never before [`INCIDENT_HOURS_BEFORE`] hours are
+    /// counted before it.
+    pub fn is_incident_hour(&self, at: i64, from: i64) -> bool {
+        let hour = at.div_euclid(HOUR) * HOUR;
+        let first = from.div_euclid(HOUR) * HOUR;
+        let before = (hour - first) / HOUR;
+        if before < INCIDENT_HOURS_BEFORE {
+            return false;
+        }
+        let k = self.hours.get(&hour).map_or(0, |h| h.failed_jobs);
+        let sum: u64 = self.hours.range(first..hour).map(|(_, h)| h.failed_jobs).sum();
+        is_incident(k, sum as f64 / before as f64, before as u64 + 1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with(failed: &[(i64, u64)]) -> Window {
+        let mut w = Window::default();
+        for &(hour, n) in failed {
+            w.hours.insert(hour * HOUR, Hour {
+                failed_jobs: n,
+                candidates: BTreeMap::new(),
+            });
+        }
+        w
+    }
+
+    #[test]
+    fn an_hour_far_above_the_hours_before_is_an_incident() {
+        // 2 jobs an hour for two days, then 20 in hour 48: P(X ≥ 20 | λ = 2) ≈ 5.5e-12, far
+        // below 0.01 / 49.
+        let mut hours: Vec<(i64, u64)> = (0..48).map(|h| (h, 2)).collect();
+        hours.push((48, 20));
+        let w = with(&hours);
+        assert!(w.is_incident_hour(48 * HOUR + 5, 0));
+        // The hour before: 2 is the rate itself.
+        assert!(!w.is_incident_hour(47 * HOUR, 0));
+        // Judged against fewer than 24 hours: never.
+        assert!(!w.is_incident_hour(48 * HOUR, 30 * HOUR));
+    }
+
+    #[test]
+    fn fewer_than_five_jobs_is_never_an_incident() {
+        // λ = 0 over a quiet day: 4 jobs are unusual, and still no incident.
+        let w = with(&[(30, 4)]);
+        assert!(!w.is_incident_hour(30 * HOUR, 0));
+        let w = with(&[(30, 5)]);
+        assert!(w.is_incident_hour(30 * HOUR, 0));
+    }
+
+    #[test]
+    fn an_hour_the_rate_explains_is_not_an_incident() {
+        // λ = 10: P(X ≥ 16) ≈ 0.049, not below 0.01 / 25.
+        let mut hours: Vec<(i64, u64)> = (0..24).map(|h| (h, 10)).collect();
+        hours.push((24, 16));
+        assert!(!with(&hours).is_incident_hour(24 * HOUR, 0));
     }
 }

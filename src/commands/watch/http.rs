@@ -87,7 +87,7 @@ async fn metrics(State(app): State<App>) -> Response {
             cursor: Some(p.cursor),
             last_success: p.last_success,
             verdicts: &verdicts,
-            incident: false,
+            incident: p.incident,
         };
         crate::output::watch::metrics(&p.counters, &gauges)
     };

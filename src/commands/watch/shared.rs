@@ -70,6 +70,8 @@ pub(super) struct Published {
     pub(super) waiting: usize,
     /// Each candidate's verdict over the window, in the candidates' order, with its words.
     pub(super) verdicts: Vec<(String, Verdict, String)>,
+    /// Whether the hour of the last job counted is an incident window.
+    pub(super) incident: bool,
 }
 
 /// What the poller, the HTTP handlers and the shutdown share.
@@ -103,12 +105,17 @@ impl Shared {
 
     /// What `st` publishes.
     pub(super) fn publishable(&self, st: &State) -> Published {
+        let now = now_micros();
         Published {
             counters: st.counters.clone(),
             cursor: st.cursor.as_ref().map_or(st.start, |c| c.at),
             last_success: st.last_success,
             waiting: st.waiting.len(),
-            verdicts: verdicts(st, &self.names, self.rule, now_micros()),
+            verdicts: verdicts(st, &self.names, self.rule, now),
+            incident: match &st.cursor {
+                Some(c) => st.window.is_incident_hour(c.at, now.saturating_sub(self.rule.window).max(st.start)),
+                None => false,
+            },
         }
     }
 }
