@@ -67,7 +67,7 @@ const RUN_BYTES: usize = 256;
 const COLUMNS: &str = "j.job_id, j.memory, j.submitted, left(j.annotations::text, 1048577), \
      r.run_id, r.node, r.job_run_state, r.leased, r.pending, r.started, r.finished, r.exit_code, \
      substring(r.error FROM 1 FOR 131073), r.failure_category, r.failure_subcategory, j.cpu, j.gpu, \
-     substring(r.debug FROM 1 FOR 131073), j.queue";
+     substring(r.debug FROM 1 FOR 131073), j.queue, j.state";
 
 const JOB_ID: usize = 0;
 const MEMORY: usize = 1;
@@ -88,7 +88,8 @@ const CPU: usize = 15;
 const GPU: usize = 16;
 const DEBUG: usize = 17;
 const QUEUE: usize = 18;
-const FIELDS: usize = 19;
+const JOB_STATE: usize = 19;
+const FIELDS: usize = 20;
 
 /// The names of the columns, for messages.
 const NAMES: [&str; FIELDS] = [
@@ -111,6 +112,7 @@ const NAMES: [&str; FIELDS] = [
     "gpu",
     "debug",
     "queue",
+    "state",
 ];
 
 /// A connection to Lookout's database.
@@ -183,9 +185,12 @@ pub fn connect(dsn: &str, timeout: Duration) -> Result<Db, CliError> {
 /// `dsn` read as a DSN, before anything connects: a usage error naming `--lookout-db` (its
 /// password masked) when it does not parse, which no retry can fix.
 pub fn check_dsn(dsn: &str) -> Result<(), CliError> {
-    tokio_postgres::Config::from_str(dsn)
-        .map(|_| ())
-        .map_err(|e| CliError::usage(format!("invalid `--lookout-db` `{}`: {e}", crate::redact::redact_dsn(dsn))))
+    tokio_postgres::Config::from_str(dsn).map(|_| ()).map_err(|e| {
+        CliError::usage(format!(
+            "invalid `--lookout-db` `{}`: {e}",
+            crate::redact::redact_dsn(dsn)
+        ))
+    })
 }
 
 /// Connects and checks that every table of `tables` exists, naming all that do not.
@@ -790,7 +795,10 @@ impl Group {
             self.held = 0;
             match job_row(row) {
                 Ok(job) => {
-                    self.current = Some(LookoutJob { job, runs: Vec::new() });
+                    self.current = Some(LookoutJob {
+                        job,
+                        ..LookoutJob::default()
+                    });
                     self.skipping = false;
                 }
                 Err(e) => {
@@ -825,7 +833,10 @@ impl Group {
                     job.runs.push(run);
                 }
             }
-            Err(e) => self.pending.push_back(Item::Bad(e)),
+            Err(e) => {
+                job.unreadable_runs += 1;
+                self.pending.push_back(Item::Bad(e));
+            }
         }
     }
 
@@ -860,6 +871,9 @@ fn job_row(row: &Row) -> Result<JobRow, RowError> {
     let queue = opt_text(row.get(QUEUE))
         .and_then(|q| q.ok_or_else(not_null))
         .map_err(|w| bad((QUEUE, w)))?;
+    // NULL (which the schema forbids) only leaves the job's end unsaid: no need to leave the
+    // job out for it.
+    let state = int2(row.get(JOB_STATE)).map_err(|w| bad((JOB_STATE, w)))?;
     Ok(JobRow {
         job_id,
         queue,
@@ -868,6 +882,7 @@ fn job_row(row: &Row) -> Result<JobRow, RowError> {
         gpu,
         submitted,
         annotations,
+        state,
     })
 }
 
@@ -1220,7 +1235,7 @@ mod tests {
         ));
         assert_eq!(
             parse_row(&3i16.to_be_bytes(), &mut fields).err().unwrap(),
-            "a row of 3 fields where the statement reads 19"
+            "a row of 3 fields where the statement reads 20"
         );
         assert!(parse_header(b"PGCOPY\n\xff\r\n\x01xxxxxxxx").is_err());
     }

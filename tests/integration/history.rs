@@ -860,3 +860,112 @@ fn resources_from_lookout_rows_count_gpu_and_cpu_hours() {
     assert!((hours("cpuHours", "expected") - cpu).abs() < 1e-9, "{compute} vs {cpu}");
     assert!((compute["expected"].as_f64().unwrap() - pending.iter().map(|j| expected(j)).sum::<f64>()).abs() < 1e-6);
 }
+
+/// How each job ended (docs/lookout.md "Mapping"): Lookout's `job.state` is exported as
+/// `state` for a job whose record is complete, and only then (a job ending before a run still
+/// in flight is written without it). Replayed against a baseline that retries the failure, the
+/// job the record ends `failed` contradicts it, with its words; a user's cancel does not; and
+/// the same history without `state` (as a hand-written one) replays as it always did.
+#[test]
+fn the_jobs_end_is_exported_and_contradicts_a_baseline_that_runs_it_again() {
+    let Some(mut db) = pg::lookout_db("job_end") else {
+        return;
+    };
+    let failed = r#"{"node":"n1","queuedFor":"10s","runFor":"1m","containers":[{"exitCode":1,"message":"boom"}],"executorPath":"failedPod"}"#;
+    let job = |id: &str, state: &str, runs: &str| {
+        format!(
+            r#"{{"apiVersion":"armadaproject.io/v1","kind":"FailureHistory","job":{{"id":"{id}","queue":"ml","submittedAt":"2026-11-16T08:00:00Z","state":"{state}"}},"runs":[{runs}]}}"#
+        )
+    };
+    let week = [
+        job("e-cancelled", "cancelled", failed),
+        job("e-failed", "failed", failed),
+        job("e-flight", "failed", &format!("{failed},{failed}")),
+    ]
+    .join("\n");
+    crate::support::lookout_rows::load(&mut db, &week, "");
+    // Read between the ingester's transactions: the job FAILED, its second run still running.
+    db.client
+        .batch_execute(
+            "UPDATE job_run SET job_run_state = 2, finished = NULL WHERE run_id = \
+             (SELECT latest_run_id FROM job WHERE job_id = 'e-flight')",
+        )
+        .unwrap();
+    let home = temp_home();
+    let (file, err) = export_week(home.path(), &db);
+    assert_eq!(
+        err,
+        "history: exported 3 jobs and 3 runs of queue `ml`\n\
+         what Lookout could not tell (counts, nothing guessed):\n\
+         \x20        1  jobs end before a run still in flight (pending, leased or running)\n\
+         \x20        1  runs left out: in flight, or after one in flight\n\
+         \x20        3  failed or preempted runs without a failure category\n\
+         \x20        3  exit codes are the first non-zero container's only (one unnamed container written)\n"
+    );
+    let exported = std::fs::read_to_string(&file).unwrap();
+    let lines: Vec<&str> = week.lines().collect();
+    assert_eq!(
+        exported,
+        format!(
+            "{}\n{}\n{}\n",
+            lines[0],
+            lines[1],
+            job("e-flight", "", failed).replace(r#","state":"""#, "")
+        )
+    );
+
+    let policy = home.path().join("today.yaml");
+    std::fs::write(
+        &policy,
+        "apiVersion: armadaproject.io/v1\nkind: RetryPolicy\nmetadata: {name: today}\nspec:\n  retryLimit: 3\n  rules:\n    - {action: Retry, onExitCodes: {operator: In, values: [1]}}\n\
+         ---\napiVersion: armadaproject.io/v1beta1\nkind: Queue\nname: ml\npriorityFactor: 1.0\nretryPolicies: [today]\n",
+    )
+    .unwrap();
+    let simulate = |history: &Path, extra: &[&str]| {
+        retryctl(home.path())
+            .args(["simulate", "-f"])
+            .arg(&policy)
+            .args(extra)
+            .arg("--history")
+            .arg(history)
+            .output()
+            .unwrap()
+    };
+    let baseline = ["--baseline", policy.to_str().unwrap()];
+    let out = simulate(&file, &baseline);
+    assert_eq!(out.status.code(), Some(0), "{}", crate::support::format_output(&out));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("  today's policy explains 2 of 3 jobs (1 contradicts it: e-failed)\n"),
+        "{text}"
+    );
+    let out = simulate(&file, &[]);
+    assert_eq!(
+        String::from_utf8(out.stderr).unwrap(),
+        "warning: job `e-failed`: history contradicts the decisions: the record ends it after run 0; today's policy runs it again\n"
+    );
+
+    // Without `state`, as a hand-written history: every job Pending, none contradicting.
+    let bare = home.path().join("bare.jsonl");
+    std::fs::write(
+        &bare,
+        exported
+            .replace(r#","state":"cancelled""#, "")
+            .replace(r#","state":"failed""#, ""),
+    )
+    .unwrap();
+    let out = simulate(&bare, &baseline);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("  today's policy explains 3 of 3 jobs (none contradicts it)\n"),
+        "{text}"
+    );
+    let out = simulate(&bare, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", crate::support::format_output(&out));
+    assert_eq!(String::from_utf8(out.stderr).unwrap(), "");
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("  outcomes:  0 succeeded, 0 failed, 0 cancelled, 3 pending\n"),
+        "{text}"
+    );
+}
