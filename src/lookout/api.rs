@@ -633,6 +633,8 @@ impl ApiJobs<'_> {
             },
             runs: rows,
             unreadable_runs,
+            // JSON's text is UTF-8.
+            not_utf8: None,
         }));
         Ok(())
     }

@@ -8,6 +8,13 @@
 //! rows by hand, and turning a row that cannot be read into an [`Item::Bad`] naming the job,
 //! the run and the column (docs/lookout.md); `watch`'s reads by page are in [`terminal`]. Must not: map rows to histories (`mapping`), or print.
 //!
+//! A `SQL_ASCII` database keeps whatever bytes it was given: its text is read as those bytes
+//! (the session's `client_encoding` is `SQL_ASCII` too, else the server refuses to send a row
+//! that is not UTF-8 and the whole statement fails), a value that is not UTF-8 is read with
+//! `�` in place of each invalid sequence and its job kept, the columns noted for one warning
+//! ([`NotUtf8`]), and a job id that is not UTF-8 is also kept as a key that gives its bytes
+//! back exactly ([`key_of`], [`RawText`]), so that `watch`'s pages go on past it.
+//!
 //! Why one binary `COPY` rather than pages of queries: the server sends the rows as one
 //! stream in its own binary format (timestamps as integers: no text to format on one side
 //! and parse on the other, and `infinity` is a value like any other, not an error that ends
@@ -38,9 +45,10 @@ use std::time::Duration;
 use bytes::{Buf, Bytes};
 use futures_util::Stream;
 use tokio_postgres::error::SqlState;
+use tokio_postgres::types::{to_sql_checked, FromSql, IsNull, ToSql, Type};
 use tokio_postgres::{CopyOutStream, NoTls};
 
-use super::mapping::{self, error_text, JobRow, LookoutJob, Place, RowError, RunRow, ERROR_TEXT_MAX};
+use super::mapping::{self, error_text, JobRow, LookoutJob, NotUtf8, Place, RowError, RunRow, ERROR_TEXT_MAX};
 use super::{Filter, Item};
 use crate::error::{CliError, ExitCode};
 use crate::model::failure_history::Timestamp;
@@ -220,10 +228,32 @@ pub fn connect_with(dsn: &str, timeout: Duration, tables: &[&str]) -> Result<Db,
             )
         })?
         .map_err(|e| connect_error(&e, &shown))?;
+    let raw_text = connection.parameter("server_encoding") == Some("SQL_ASCII");
     // Runs only while `rt.block_on` waits for an answer (current-thread runtime).
     rt.spawn(async move {
         let _ = connection.await;
     });
+    let silent = || {
+        CliError::new(
+            ExitCode::Unreachable,
+            format!(
+                "the Lookout database at `{shown}` answered nothing within {}",
+                crate::model::duration::GoDuration(u64::try_from(timeout.as_nanos()).unwrap_or(u64::MAX))
+            ),
+        )
+    };
+    if raw_text {
+        // A `SQL_ASCII` database keeps whatever bytes it was given, and checks none: the
+        // server would refuse to send a row whose text is not UTF-8 (failing the whole
+        // statement), and to take such a key back. Its bytes as they are, then: the decoding
+        // replaces what is not UTF-8 (and says so), and a page's last key is sent back
+        // exactly (`RawText`).
+        rt.block_on(async {
+            tokio::time::timeout(timeout, client.batch_execute("SET client_encoding = 'SQL_ASCII'")).await
+        })
+        .map_err(|_| silent())?
+        .map_err(|e| query_error(&e, &shown))?;
+    }
     let names: Vec<String> = tables.iter().map(|t| t.to_string()).collect();
     let rows = rt
         .block_on(async {
@@ -236,12 +266,7 @@ pub fn connect_with(dsn: &str, timeout: Duration, tables: &[&str]) -> Result<Db,
             )
             .await
         })
-        .map_err(|_| {
-            CliError::new(
-                ExitCode::Unreachable,
-                format!("the Lookout database at `{shown}` answered nothing within {}", crate::model::duration::GoDuration(u64::try_from(timeout.as_nanos()).unwrap_or(u64::MAX))),
-            )
-        })?
+        .map_err(|_| silent())?
         .map_err(|e| query_error(&e, &shown))?;
     let missing: Vec<String> = rows.iter().map(|r| r.get::<_, String>(0)).collect();
     if let Some(e) = missing_tables(&shown, &missing) {
@@ -376,6 +401,99 @@ pub fn literal(flag: &str, text: &str) -> Result<String, CliError> {
     Ok(out)
 }
 
+/// A text value's bytes as the database holds them, read or sent without a UTF-8 check: a
+/// `SQL_ASCII` database's `job_id` may hold bytes that are not UTF-8, and `watch`'s pages go on
+/// from the exact bytes of the last key (docs/lookout.md).
+#[derive(Debug)]
+pub(super) struct RawText(pub(super) Vec<u8>);
+
+impl RawText {
+    fn text_type(ty: &Type) -> bool {
+        matches!(
+            *ty,
+            Type::TEXT | Type::VARCHAR | Type::BPCHAR | Type::NAME | Type::UNKNOWN
+        )
+    }
+}
+
+impl<'a> FromSql<'a> for RawText {
+    fn from_sql(_: &Type, raw: &'a [u8]) -> Result<RawText, Box<dyn std::error::Error + Sync + Send>> {
+        Ok(RawText(raw.to_vec()))
+    }
+
+    fn accepts(ty: &Type) -> bool {
+        RawText::text_type(ty)
+    }
+}
+
+impl ToSql for RawText {
+    fn to_sql(&self, _: &Type, out: &mut bytes::BytesMut) -> Result<IsNull, Box<dyn std::error::Error + Sync + Send>> {
+        out.extend_from_slice(&self.0);
+        Ok(IsNull::No)
+    }
+
+    fn accepts(ty: &Type) -> bool {
+        RawText::text_type(ty)
+    }
+
+    to_sql_checked!();
+}
+
+/// A job id as `watch` keeps it (its cursor, a page's keys) and a left-out row names it: the
+/// text itself, or, for an id whose bytes are not UTF-8, a NUL and the bytes in hex. No job id
+/// holds a NUL (no PostgreSQL text can), so the two never meet, and [`key_bytes`] gives the
+/// bytes back exactly.
+pub fn key_of(bytes: &[u8]) -> String {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => text.to_string(),
+        Err(_) => {
+            let mut key = String::with_capacity(1 + 2 * bytes.len());
+            key.push('\0');
+            for b in bytes {
+                key.push_str(&format!("{b:02x}"));
+            }
+            key
+        }
+    }
+}
+
+/// The bytes of a job id [`key_of`] kept.
+pub(super) fn key_bytes(key: &str) -> std::borrow::Cow<'_, [u8]> {
+    let hex = |pair: &[u8]| {
+        std::str::from_utf8(pair)
+            .ok()
+            .and_then(|p| u8::from_str_radix(p, 16).ok())
+    };
+    match key.strip_prefix('\0') {
+        Some(digits) if digits.len() % 2 == 0 => match digits.as_bytes().chunks(2).map(hex).collect() {
+            Some(bytes) => std::borrow::Cow::Owned(bytes),
+            None => std::borrow::Cow::Borrowed(key.as_bytes()),
+        },
+        _ => std::borrow::Cow::Borrowed(key.as_bytes()),
+    }
+}
+
+/// [`literal`] of a job id [`key_of`] kept: an id that is not UTF-8 as its bytes, those that
+/// are not printable ASCII escaped (`E'ml-05\xff'`), which a `SQL_ASCII` database reads back
+/// as they are.
+pub(super) fn key_literal(key: &str) -> Result<String, CliError> {
+    let bytes = key_bytes(key);
+    if matches!(bytes, std::borrow::Cow::Borrowed(_)) {
+        return literal("job_id", key);
+    }
+    let mut out = String::from("E'");
+    for &b in bytes.iter() {
+        match b {
+            b'\\' => out.push_str("\\\\"),
+            b'\'' => out.push_str("''"),
+            0x20..=0x7e => out.push(char::from(b)),
+            _ => out.push_str(&format!("\\x{b:02x}")),
+        }
+    }
+    out.push('\'');
+    Ok(out)
+}
+
 /// The one statement an export runs (`-v` prints it; `scripts/bench-history.sh` times it
 /// with `psql` as the read floor).
 pub fn statement(f: &Filter) -> Result<String, CliError> {
@@ -419,7 +537,11 @@ pub fn shard_ranks(db: &Db, f: &Filter) -> Result<std::collections::HashMap<Stri
         .map_err(|e| query_error(&e, &db.shown))?;
     Ok(rows
         .iter()
-        .map(|r| (r.get::<_, String>(0), r.get::<_, i64>(1) as u64))
+        // Named as the export names each job: an id that is not UTF-8 with `�` in place.
+        .map(|r| {
+            let id = String::from_utf8_lossy(&r.get::<_, RawText>(0).0).into_owned();
+            (id, r.get::<_, i64>(1) as u64)
+        })
         .collect())
 }
 
@@ -794,9 +916,10 @@ impl Group {
             self.current_id.extend_from_slice(id);
             self.held = 0;
             match job_row(row) {
-                Ok(job) => {
+                Ok((job, not_utf8)) => {
                     self.current = Some(LookoutJob {
                         job,
+                        not_utf8,
                         ..LookoutJob::default()
                     });
                     self.skipping = false;
@@ -813,7 +936,14 @@ impl Group {
             return;
         }
         match run_row(row, &job.job.job_id, &mut self.inflater) {
-            Ok(run) => {
+            Ok((run, columns)) => {
+                if !columns.is_empty() {
+                    let not_utf8 = job.not_utf8.get_or_insert_with(|| NotUtf8 {
+                        id_shown: job.job.job_id.clone(),
+                        ..NotUtf8::default()
+                    });
+                    columns.into_iter().for_each(|c| not_utf8.add(c));
+                }
                 self.held +=
                     RUN_BYTES + run.error.as_ref().map_or(0, String::len) + run.debug.as_ref().map_or(0, String::len);
                 if self.held > JOB_BYTES_MAX {
@@ -850,11 +980,16 @@ impl Group {
 /// A column's problem, for a [`RowError`] at it.
 type Why = (usize, String);
 
-fn job_row(row: &Row) -> Result<JobRow, RowError> {
+/// A job's own row, and where its text is not UTF-8 (read with `�` in place).
+fn job_row(row: &Row) -> Result<(JobRow, Option<NotUtf8>), RowError> {
     let raw_id = row.get(JOB_ID).unwrap_or_default();
-    let shown_id = String::from_utf8_lossy(raw_id);
-    let bad = |(col, why): Why| RowError::job(&shown_id, Place::Column(NAMES[col]), why);
-    let job_id = text(raw_id).map_err(|w| bad((JOB_ID, w)))?.to_string();
+    let mut not_utf8 = Vec::new();
+    let job_id = lossy(raw_id, JOB_ID, &mut not_utf8);
+    let key = (!not_utf8.is_empty()).then(|| key_of(raw_id));
+    let bad = |(col, why): Why| RowError {
+        key: key.clone(),
+        ..RowError::job(&job_id, Place::Column(NAMES[col]), why)
+    };
     let memory = int8(row.get(MEMORY))
         .and_then(|m| m.ok_or_else(not_null))
         .map_err(|w| bad((MEMORY, w)))?;
@@ -867,14 +1002,19 @@ fn job_row(row: &Row) -> Result<JobRow, RowError> {
     let submitted = time(row.get(SUBMITTED))
         .and_then(|t| t.ok_or_else(not_null).map(Some))
         .map_err(|w| bad((SUBMITTED, w)))?;
-    let annotations = annotations(row.get(ANNOTATIONS)).map_err(|w| bad((ANNOTATIONS, w)))?;
-    let queue = opt_text(row.get(QUEUE))
-        .and_then(|q| q.ok_or_else(not_null))
+    let annotations = annotations(row.get(ANNOTATIONS), &mut not_utf8).map_err(|w| bad((ANNOTATIONS, w)))?;
+    let queue = opt_lossy(row.get(QUEUE), QUEUE, &mut not_utf8)
+        .ok_or_else(not_null)
         .map_err(|w| bad((QUEUE, w)))?;
     // NULL (which the schema forbids) only leaves the job's end unsaid: no need to leave the
     // job out for it.
     let state = int2(row.get(JOB_STATE)).map_err(|w| bad((JOB_STATE, w)))?;
-    Ok(JobRow {
+    let not_utf8 = (!not_utf8.is_empty()).then(|| NotUtf8 {
+        id_shown: shown_bytes(raw_id),
+        key: key.clone(),
+        columns: not_utf8,
+    });
+    let job = JobRow {
         job_id,
         queue,
         memory,
@@ -883,19 +1023,23 @@ fn job_row(row: &Row) -> Result<JobRow, RowError> {
         submitted,
         annotations,
         state,
-    })
+    };
+    Ok((job, not_utf8))
 }
 
-fn run_row(row: &Row, job_id: &str, inflater: &mut Inflater) -> Result<RunRow, RowError> {
-    decode_run(row, inflater).map_err(|(col, why)| {
+/// A run's row, and the columns of it whose text is not UTF-8 (read with `�` in place).
+fn run_row(row: &Row, job_id: &str, inflater: &mut Inflater) -> Result<(RunRow, Vec<&'static str>), RowError> {
+    let mut not_utf8 = Vec::new();
+    let run = decode_run(row, inflater, &mut not_utf8);
+    run.map(|run| (run, not_utf8)).map_err(|(col, why)| {
         let run_id = row.get(RUN_ID).map(String::from_utf8_lossy).unwrap_or_default();
         RowError::run(job_id, &run_id, Place::Column(NAMES[col]), why)
     })
 }
 
-fn decode_run(row: &Row, inflater: &mut Inflater) -> Result<RunRow, Why> {
+fn decode_run(row: &Row, inflater: &mut Inflater, not_utf8: &mut Vec<&'static str>) -> Result<RunRow, Why> {
     let at = |col: usize| move |why: String| (col, why);
-    let run_id = text(row.get(RUN_ID).ok_or_else(|| (RUN_ID, not_null()))?).map_err(at(RUN_ID))?;
+    let run_id = lossy(row.get(RUN_ID).ok_or_else(|| (RUN_ID, not_null()))?, RUN_ID, not_utf8);
     let state = int2(row.get(STATE))
         .map_err(at(STATE))?
         .ok_or_else(|| (STATE, not_null()))?;
@@ -913,8 +1057,8 @@ fn decode_run(row: &Row, inflater: &mut Inflater) -> Result<RunRow, Why> {
         None => None,
     };
     Ok(RunRow {
-        run_id: run_id.to_string(),
-        node: opt_text(row.get(NODE)).map_err(at(NODE))?,
+        run_id,
+        node: opt_lossy(row.get(NODE), NODE, not_utf8),
         state,
         leased: time(row.get(LEASED)).map_err(at(LEASED))?,
         pending: time(row.get(PENDING)).map_err(at(PENDING))?,
@@ -923,8 +1067,8 @@ fn decode_run(row: &Row, inflater: &mut Inflater) -> Result<RunRow, Why> {
         exit_code: int4(row.get(EXIT_CODE)).map_err(at(EXIT_CODE))?,
         error,
         error_truncated,
-        category: opt_text(row.get(CATEGORY)).map_err(at(CATEGORY))?,
-        subcategory: opt_text(row.get(SUBCATEGORY)).map_err(at(SUBCATEGORY))?,
+        category: opt_lossy(row.get(CATEGORY), CATEGORY, not_utf8),
+        subcategory: opt_lossy(row.get(SUBCATEGORY), SUBCATEGORY, not_utf8),
         debug,
     })
 }
@@ -933,12 +1077,36 @@ fn not_null() -> String {
     "NULL, which Lookout's schema does not allow".into()
 }
 
-fn text(b: &[u8]) -> Result<&str, String> {
-    std::str::from_utf8(b).map_err(|e| format!("not UTF-8 (byte {})", e.valid_up_to()))
+/// A text column's value: its bytes that are not UTF-8 (a `SQL_ASCII` database keeps any)
+/// replaced by `�`, as `String::from_utf8_lossy` does, and its column noted in `not_utf8`
+/// (once) to be said with the job.
+fn lossy(b: &[u8], col: usize, not_utf8: &mut Vec<&'static str>) -> String {
+    match std::str::from_utf8(b) {
+        Ok(t) => t.to_string(),
+        Err(_) => {
+            if !not_utf8.contains(&NAMES[col]) {
+                not_utf8.push(NAMES[col]);
+            }
+            String::from_utf8_lossy(b).into_owned()
+        }
+    }
 }
 
-fn opt_text(b: Option<&[u8]>) -> Result<Option<String>, String> {
-    b.map(|b| text(b).map(str::to_string)).transpose()
+fn opt_lossy(b: Option<&[u8]>, col: usize, not_utf8: &mut Vec<&'static str>) -> Option<String> {
+    b.map(|b| lossy(b, col, not_utf8))
+}
+
+/// `bytes` as a warning names them: text as it is, each byte that is not UTF-8 as `\xNN`
+/// (control characters are escaped where the line is printed).
+fn shown_bytes(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len() + 8);
+    for chunk in bytes.utf8_chunks() {
+        out.push_str(chunk.valid());
+        for b in chunk.invalid() {
+            out.push_str(&format!("\\x{b:02x}"));
+        }
+    }
+    out
 }
 
 fn fixed<const N: usize>(b: Option<&[u8]>, what: &str) -> Result<Option<[u8; N]>, String> {
@@ -981,9 +1149,12 @@ fn time(b: Option<&[u8]>) -> Result<Option<Timestamp>, String> {
     }
 }
 
-fn annotations(b: Option<&[u8]>) -> Result<std::collections::BTreeMap<String, String>, String> {
+fn annotations(
+    b: Option<&[u8]>,
+    not_utf8: &mut Vec<&'static str>,
+) -> Result<std::collections::BTreeMap<String, String>, String> {
     let Some(b) = b else { return Ok(Default::default()) };
-    let t = text(b)?;
+    let t = &lossy(b, ANNOTATIONS, not_utf8);
     if t.len() > ANNOTATIONS_MAX && t.chars().count() > ANNOTATIONS_MAX {
         return Err(format!("longer than {ANNOTATIONS_MAX} characters"));
     }
@@ -1178,6 +1349,24 @@ mod tests {
         );
     }
 
+    /// A job id that is not UTF-8 is kept as a key no id can be, and its bytes come back
+    /// exactly, as a parameter and as a literal; any other id is itself.
+    #[test]
+    fn a_key_keeps_the_exact_bytes_of_an_id_that_is_not_utf8() {
+        let bad = b"ml-05\xff'\\x\x01";
+        let key = key_of(bad);
+        assert_eq!(key, "\0ml-05".replace("ml-05", "6d6c2d3035ff275c7801"));
+        assert_eq!(key_bytes(&key).as_ref(), bad);
+        assert_eq!(key_literal(&key).unwrap(), r"E'ml-05\xff''\\x\x01'");
+        for good in ["ml-05", "", "é", "\0zz", "\0abc"] {
+            if !good.starts_with('\0') {
+                assert_eq!(key_of(good.as_bytes()), good);
+            }
+            assert_eq!(key_bytes(good).as_ref(), good.as_bytes(), "{good:?}");
+        }
+        assert_eq!(key_literal("a'b").unwrap(), "E'a''b'");
+    }
+
     #[test]
     fn a_page_s_jobs_are_read_by_its_span() {
         let span = super::terminal::Span {
@@ -1238,5 +1427,82 @@ mod tests {
             "a row of 3 fields where the statement reads 20"
         );
         assert!(parse_header(b"PGCOPY\n\xff\r\n\x01xxxxxxxx").is_err());
+    }
+
+    /// Text that is not UTF-8 is read with `�` in place, and its columns noted once per job
+    /// with the id's exact bytes as its key and `\xNN` in the warning; the job is kept, with
+    /// its runs.
+    #[test]
+    fn text_that_is_not_utf8_is_replaced_and_said_once_per_job() {
+        let row = |values: &[(usize, &[u8])]| {
+            let mut buf = Vec::new();
+            let mut fields = [None; FIELDS];
+            for &(col, bytes) in values {
+                fields[col] = Some((buf.len(), buf.len() + bytes.len()));
+                buf.extend_from_slice(bytes);
+            }
+            (buf, fields)
+        };
+        let zero = 0i64.to_be_bytes();
+        let job = [
+            (JOB_ID, &b"ml-05\xff\x1b"[..]),
+            (MEMORY, &zero[..]),
+            (CPU, &zero[..]),
+            (GPU, &zero[..]),
+            (SUBMITTED, &zero[..]),
+            (QUEUE, &b"ml"[..]),
+        ];
+        let state = 4i16.to_be_bytes();
+        let run = |id: &'static [u8], node: &'static [u8]| {
+            let mut r = job.to_vec();
+            r.extend([
+                (RUN_ID, id),
+                (NODE, node),
+                (STATE, &state[..]),
+                (CATEGORY, &b"oom\xfe"[..]),
+            ]);
+            r
+        };
+        let mut group = Group {
+            current: None,
+            current_id: Vec::new(),
+            skipping: false,
+            held: 0,
+            pending: VecDeque::new(),
+            inflater: Inflater::new(),
+        };
+        for r in [run(b"r1", b"n\xc3"), run(b"r2", b"n2")] {
+            let (buf, fields) = row(&r);
+            group.take(&Row {
+                buf: &buf,
+                fields: &fields,
+            });
+        }
+        group.flush();
+        let Some(Item::Job(j)) = group.pending.pop_front() else {
+            panic!("{:?}", group.pending)
+        };
+        assert!(group.pending.is_empty(), "{:?}", group.pending);
+        assert_eq!(j.job.job_id, "ml-05\u{fffd}\u{1b}");
+        let nodes: Vec<_> = j
+            .runs
+            .iter()
+            .map(|r| (r.node.as_deref(), r.category.as_deref()))
+            .collect();
+        assert_eq!(
+            nodes,
+            [
+                (Some("n\u{fffd}"), Some("oom\u{fffd}")),
+                (Some("n2"), Some("oom\u{fffd}"))
+            ]
+        );
+        let said = j.not_utf8.as_ref().unwrap();
+        assert_eq!(said.key.as_deref(), Some("\x006d6c2d3035ff1b"));
+        assert_eq!(j.key(), "\x006d6c2d3035ff1b");
+        assert_eq!(
+            said.said(),
+            "job `ml-05\\xff\u{1b}`: columns job_id, node, failure_category: not UTF-8; \
+             read with `\u{fffd}` for each invalid byte sequence, job kept"
+        );
     }
 }

@@ -969,3 +969,85 @@ fn the_jobs_end_is_exported_and_contradicts_a_baseline_that_runs_it_again() {
         "{text}"
     );
 }
+
+/// Bytes that are not UTF-8 in Lookout's text columns (a `SQL_ASCII` database keeps whatever
+/// it is given): each such value is read with `�` in place of its invalid bytes, as
+/// `String::from_utf8_lossy` reads it, the job is kept with every run, and one warning per job
+/// names it (its bytes that are not UTF-8 as `\xNN`, its ESC escaped) and its columns
+/// (docs/lookout.md); nothing is left out (exit 0, `--strict` too). Here a copy of `b-1`
+/// whose `job_id` holds ESC and 0xFF (sorted between `b-1` and `b-2`), and a run of `b-2`
+/// whose `node` and `failure_category` hold bytes that are not UTF-8.
+#[test]
+fn text_that_is_not_utf8_is_read_lossily_and_said_once_per_job() {
+    let Some(mut db) = pg::lookout_db_encoded("history_bytes", "SQL_ASCII") else {
+        return;
+    };
+    let failed = r#"{"node":"n1","queuedFor":"10s","runFor":"1m","containers":[{"exitCode":1,"message":"boom"}],"executorPath":"failedPod"}"#;
+    let succeeded = r#"{"node":"n2","queuedFor":"10s","runFor":"1m","outcome":"succeeded"}"#;
+    let job = |id: &str, runs: &str| {
+        format!(
+            r#"{{"apiVersion":"armadaproject.io/v1","kind":"FailureHistory","job":{{"id":"{id}","queue":"ml","submittedAt":"2026-11-16T08:00:00Z","state":"succeeded"}},"runs":[{runs}]}}"#
+        )
+    };
+    let both = format!("{failed},{succeeded}");
+    let week = [job("b-1", &both), job("b-2", &both), job("b-3", succeeded)].join("\n");
+    crate::support::lookout_rows::load(&mut db, &week, "");
+    db.client
+        .batch_execute(
+            "CREATE TEMP TABLE j AS SELECT * FROM job WHERE job_id = 'b-1'; \
+             CREATE TEMP TABLE r AS SELECT * FROM job_run WHERE job_id = 'b-1'; \
+             UPDATE j SET job_id = E'b-1\\x1b\\xff'; \
+             UPDATE r SET job_id = E'b-1\\x1b\\xff', run_id = 'f' || substr(run_id, 2); \
+             INSERT INTO job SELECT * FROM j; INSERT INTO job_run SELECT * FROM r; \
+             UPDATE job_run SET node = E'n\\xfe1', failure_category = E'oom\\xc3' \
+             WHERE job_id = 'b-2' AND node = 'n1'",
+        )
+        .unwrap();
+    let home = temp_home();
+    let args = [
+        "--queue",
+        "ml",
+        "--lookout-db",
+        &db.dsn,
+        WINDOW[0],
+        WINDOW[1],
+        WINDOW[2],
+        WINDOW[3],
+    ];
+    let out = history(home.path(), &args);
+    assert_eq!(out.status.code(), Some(0), "{}", crate::support::format_output(&out));
+    // Every job, in the database's order; the replaced bytes are `�` in the documents.
+    let lines: Vec<&str> = week.lines().collect();
+    let b2 = both.replacen(r#""node":"n1""#, "\"node\":\"n\u{fffd}1\"", 1).replacen(
+        r#","executorPath""#,
+        ",\"category\":\"oom\u{fffd}\",\"executorPath\"",
+        1,
+    );
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        format!(
+            "{}\n{}\n{}\n{}\n",
+            lines[0],
+            job("b-1\\u001b\u{fffd}", &both),
+            job("b-2", &b2),
+            lines[2]
+        )
+    );
+    assert_eq!(
+        String::from_utf8(out.stderr).unwrap(),
+        "warning: job `b-1\\x1b\\xff`: column job_id: not UTF-8; read with `\u{fffd}` for each invalid byte sequence, job kept\n\
+         warning: job `b-2`: columns node, failure_category: not UTF-8; read with `\u{fffd}` for each invalid byte sequence, job kept\n\
+         history: exported 4 jobs and 7 runs of queue `ml`\n\
+         what Lookout could not tell (counts, nothing guessed):\n\
+         \x20        2  failed or preempted runs without a failure category\n\
+         \x20        3  exit codes are the first non-zero container's only (one unnamed container written)\n\
+         \x20        1  error texts kept whole: a hint the executor appended cannot be told from them without the deployed categorizer\n"
+    );
+    let strict = history(home.path(), &[&args[..], &["--strict"]].concat());
+    assert_eq!(
+        strict.status.code(),
+        Some(0),
+        "{}",
+        crate::support::format_output(&strict)
+    );
+}

@@ -418,28 +418,45 @@ impl Poller {
         let now = now_micros();
         let settle = self.watched.flags.settle;
         let held: Arc<Mutex<Page>> = Arc::default();
+        // The key of each job whose id is not UTF-8, by the id its history holds (`�` in
+        // place of the bytes: not the page's key).
+        let replaced: Arc<Mutex<HashMap<String, String>>> = Arc::default();
         let gate = {
-            let (keys, held) = (keys.clone(), held.clone());
+            let (keys, held, replaced) = (keys.clone(), held.clone(), replaced.clone());
             stream.filter(move |item| {
+                // A job's own row that cannot be read is left out once, as a job is counted:
+                // the polls that read its span again skip it.
+                if let Ok(Item::Bad(e)) = item {
+                    if let (None, Some(key)) = (&e.run_id, keys.get(e.job_key())) {
+                        let mut page = held.lock().unwrap_or_else(|e| e.into_inner());
+                        page.done.push((key.at, e.job_key().to_string()));
+                    }
+                    return true;
+                }
                 let Ok(Item::Job(j)) = item else { return true };
-                let Some(key) = keys.get(&j.job.job_id) else {
+                let Some(key) = keys.get(j.key()) else {
                     return true;
                 };
                 let mut page = held.lock().unwrap_or_else(|e| e.into_inner());
-                if record_complete(j, key.state) {
-                    page.done.push((key.at, j.job.job_id.clone()));
-                    return true;
+                // Held back, a job is not passed on: what is said of it (its text that is not
+                // UTF-8) is said once, when it is counted.
+                let counted = record_complete(j, key.state) || now.saturating_sub(key.since.unwrap_or(now)) >= settle;
+                if !counted {
+                    let since = key.since.unwrap_or(now);
+                    page.wait
+                        .push((j.key().to_string(), key.queue.clone(), key.at, key.state, since));
+                    return false;
                 }
-                let since = key.since.unwrap_or(now);
-                if now.saturating_sub(since) >= settle {
+                if !record_complete(j, key.state) {
                     // Counted as its record stands, and counted apart.
-                    page.done.push((key.at, j.job.job_id.clone()));
                     page.counters.add(Family::IncompleteJobs, &[&key.queue], 1);
-                    return true;
                 }
-                let id = j.job.job_id.clone();
-                page.wait.push((id, key.queue.clone(), key.at, key.state, since));
-                false
+                page.done.push((key.at, j.key().to_string()));
+                if j.key() != j.job.job_id {
+                    let mut replaced = replaced.lock().unwrap_or_else(|e| e.into_inner());
+                    replaced.insert(j.job.job_id.clone(), j.key().to_string());
+                }
+                true
             })
         };
         let source = ExportSource::new(Export::new(Box::new(gate)), self.watched.settings.clone(), "lookout-db");
@@ -454,7 +471,10 @@ impl Poller {
             let Emitted::Job(_, processed) = e else { return Ok(true) };
             match processed {
                 Processed::Done(seen) => {
-                    let key = keys.get(seen.job.as_str());
+                    let key = keys.get(seen.job.as_str()).or_else(|| {
+                        let replaced = replaced.lock().unwrap_or_else(|e| e.into_inner());
+                        replaced.get(seen.job.as_str()).and_then(|k| keys.get(k))
+                    });
                     let outcome = key.map_or(Outcome::Failed, |k| Outcome::of_state(k.state));
                     count(&mut counted, &seen, outcome, names);
                     if let Some(k) = key {
