@@ -451,7 +451,7 @@ _retryctl() {
             return 0
             ;;
         retryctl__subcmd__apply)
-            opts="-f -R -c -v -h -V --filename --recursive --dry-run --prune --categorizer --armada-url --context --config --timeout --token --token-file --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
+            opts="-f -R -c -v -h -V --filename --recursive --dry-run --prune --categorizer --force --armada-url --context --config --timeout --token --token-file --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -323,7 +323,7 @@ set edit:completion:arg-completer[retryctl] = {|@words|
         &'retryctl;get'= {
             cand -o 'Output format: table, wide, yaml, json, name, jsonpath=TEMPLATE (kubectl''s `{.items[*].metadata.name}`), custom-columns=NAME:.path,..'
             cand --output 'Output format: table, wide, yaml, json, name, jsonpath=TEMPLATE (kubectl''s `{.items[*].metadata.name}`), custom-columns=NAME:.path,..'
-            cand --api-version 'Dialect of YAML/JSON output for policies'
+            cand --api-version 'Dialect of YAML/JSON output for policies: `armadaproject.io/v1` or `armadaproject.io/v1beta1`'
             cand --sort-by 'Sort by the value at this JSONPath of each object (`.metadata.name`, `{.spec.retryLimit}`)'
             cand --lookout-db 'Read what the cluster stores, read-only, from Lookout''s PostgreSQL database (tables `retry_policy`, `queue`, `queue_retry_policy`) instead of asking the server; without a value: $LOOKOUT_DB'
             cand --armada-url 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context''s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)'
@@ -356,7 +356,7 @@ set edit:completion:arg-completer[retryctl] = {|@words|
         &'retryctl;get;retrypolicy'= {
             cand -o 'Output format: table, wide, yaml, json, name, jsonpath=TEMPLATE (kubectl''s `{.items[*].metadata.name}`), custom-columns=NAME:.path,...'
             cand --output 'Output format: table, wide, yaml, json, name, jsonpath=TEMPLATE (kubectl''s `{.items[*].metadata.name}`), custom-columns=NAME:.path,...'
-            cand --api-version 'Dialect of YAML/JSON output for policies'
+            cand --api-version 'Dialect of YAML/JSON output for policies: `armadaproject.io/v1` or `armadaproject.io/v1beta1`. Default: the server''s, v1beta1 from today''s Armada (a server without the design dialect, `serve --dialect upstream`, `--lookout-db`), else v1'
             cand --sort-by 'Sort by the value at this JSONPath of each object (`.metadata.name`, `{.spec.retryLimit}`)'
             cand --lookout-db 'Read what the cluster stores, read-only, from Lookout''s PostgreSQL database (tables `retry_policy`, `queue`, `queue_retry_policy`) instead of asking the server; without a value: $LOOKOUT_DB'
             cand --armada-url 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context''s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)'
@@ -380,7 +380,7 @@ set edit:completion:arg-completer[retryctl] = {|@words|
         &'retryctl;get;retry-policy'= {
             cand -o 'Output format: table, wide, yaml, json, name, jsonpath=TEMPLATE (kubectl''s `{.items[*].metadata.name}`), custom-columns=NAME:.path,...'
             cand --output 'Output format: table, wide, yaml, json, name, jsonpath=TEMPLATE (kubectl''s `{.items[*].metadata.name}`), custom-columns=NAME:.path,...'
-            cand --api-version 'Dialect of YAML/JSON output for policies'
+            cand --api-version 'Dialect of YAML/JSON output for policies: `armadaproject.io/v1` or `armadaproject.io/v1beta1`. Default: the server''s, v1beta1 from today''s Armada (a server without the design dialect, `serve --dialect upstream`, `--lookout-db`), else v1'
             cand --sort-by 'Sort by the value at this JSONPath of each object (`.metadata.name`, `{.spec.retryLimit}`)'
             cand --lookout-db 'Read what the cluster stores, read-only, from Lookout''s PostgreSQL database (tables `retry_policy`, `queue`, `queue_retry_policy`) instead of asking the server; without a value: $LOOKOUT_DB'
             cand --armada-url 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context''s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)'
@@ -404,7 +404,7 @@ set edit:completion:arg-completer[retryctl] = {|@words|
         &'retryctl;get;retrypolicies'= {
             cand -o 'Output format: table, wide, yaml, json, name, jsonpath=TEMPLATE (kubectl''s `{.items[*].metadata.name}`), custom-columns=NAME:.path,...'
             cand --output 'Output format: table, wide, yaml, json, name, jsonpath=TEMPLATE (kubectl''s `{.items[*].metadata.name}`), custom-columns=NAME:.path,...'
-            cand --api-version 'Dialect of YAML/JSON output for policies'
+            cand --api-version 'Dialect of YAML/JSON output for policies: `armadaproject.io/v1` or `armadaproject.io/v1beta1`. Default: the server''s, v1beta1 from today''s Armada (a server without the design dialect, `serve --dialect upstream`, `--lookout-db`), else v1'
             cand --sort-by 'Sort by the value at this JSONPath of each object (`.metadata.name`, `{.spec.retryLimit}`)'
             cand --lookout-db 'Read what the cluster stores, read-only, from Lookout''s PostgreSQL database (tables `retry_policy`, `queue`, `queue_retry_policy`) instead of asking the server; without a value: $LOOKOUT_DB'
             cand --armada-url 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context''s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)'
@@ -428,7 +428,7 @@ set edit:completion:arg-completer[retryctl] = {|@words|
         &'retryctl;get;retry-policies'= {
             cand -o 'Output format: table, wide, yaml, json, name, jsonpath=TEMPLATE (kubectl''s `{.items[*].metadata.name}`), custom-columns=NAME:.path,...'
             cand --output 'Output format: table, wide, yaml, json, name, jsonpath=TEMPLATE (kubectl''s `{.items[*].metadata.name}`), custom-columns=NAME:.path,...'
-            cand --api-version 'Dialect of YAML/JSON output for policies'
+            cand --api-version 'Dialect of YAML/JSON output for policies: `armadaproject.io/v1` or `armadaproject.io/v1beta1`. Default: the server''s, v1beta1 from today''s Armada (a server without the design dialect, `serve --dialect upstream`, `--lookout-db`), else v1'
             cand --sort-by 'Sort by the value at this JSONPath of each object (`.metadata.name`, `{.spec.retryLimit}`)'
             cand --lookout-db 'Read what the cluster stores, read-only, from Lookout''s PostgreSQL database (tables `retry_policy`, `queue`, `queue_retry_policy`) instead of asking the server; without a value: $LOOKOUT_DB'
             cand --armada-url 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context''s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)'
@@ -452,7 +452,7 @@ set edit:completion:arg-completer[retryctl] = {|@words|
         &'retryctl;get;rp'= {
             cand -o 'Output format: table, wide, yaml, json, name, jsonpath=TEMPLATE (kubectl''s `{.items[*].metadata.name}`), custom-columns=NAME:.path,...'
             cand --output 'Output format: table, wide, yaml, json, name, jsonpath=TEMPLATE (kubectl''s `{.items[*].metadata.name}`), custom-columns=NAME:.path,...'
-            cand --api-version 'Dialect of YAML/JSON output for policies'
+            cand --api-version 'Dialect of YAML/JSON output for policies: `armadaproject.io/v1` or `armadaproject.io/v1beta1`. Default: the server''s, v1beta1 from today''s Armada (a server without the design dialect, `serve --dialect upstream`, `--lookout-db`), else v1'
             cand --sort-by 'Sort by the value at this JSONPath of each object (`.metadata.name`, `{.spec.retryLimit}`)'
             cand --lookout-db 'Read what the cluster stores, read-only, from Lookout''s PostgreSQL database (tables `retry_policy`, `queue`, `queue_retry_policy`) instead of asking the server; without a value: $LOOKOUT_DB'
             cand --armada-url 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context''s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)'
@@ -476,7 +476,7 @@ set edit:completion:arg-completer[retryctl] = {|@words|
         &'retryctl;get;queue'= {
             cand -o 'Output format: table, wide, yaml, json, name, jsonpath=TEMPLATE (kubectl''s `{.items[*].metadata.name}`), custom-columns=NAME:.path,...'
             cand --output 'Output format: table, wide, yaml, json, name, jsonpath=TEMPLATE (kubectl''s `{.items[*].metadata.name}`), custom-columns=NAME:.path,...'
-            cand --api-version 'Dialect of YAML/JSON output for policies'
+            cand --api-version 'Dialect of YAML/JSON output for policies: `armadaproject.io/v1` or `armadaproject.io/v1beta1`. Default: the server''s, v1beta1 from today''s Armada (a server without the design dialect, `serve --dialect upstream`, `--lookout-db`), else v1'
             cand --sort-by 'Sort by the value at this JSONPath of each object (`.metadata.name`, `{.spec.retryLimit}`)'
             cand --lookout-db 'Read what the cluster stores, read-only, from Lookout''s PostgreSQL database (tables `retry_policy`, `queue`, `queue_retry_policy`) instead of asking the server; without a value: $LOOKOUT_DB'
             cand --armada-url 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context''s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)'
@@ -500,7 +500,7 @@ set edit:completion:arg-completer[retryctl] = {|@words|
         &'retryctl;get;queues'= {
             cand -o 'Output format: table, wide, yaml, json, name, jsonpath=TEMPLATE (kubectl''s `{.items[*].metadata.name}`), custom-columns=NAME:.path,...'
             cand --output 'Output format: table, wide, yaml, json, name, jsonpath=TEMPLATE (kubectl''s `{.items[*].metadata.name}`), custom-columns=NAME:.path,...'
-            cand --api-version 'Dialect of YAML/JSON output for policies'
+            cand --api-version 'Dialect of YAML/JSON output for policies: `armadaproject.io/v1` or `armadaproject.io/v1beta1`. Default: the server''s, v1beta1 from today''s Armada (a server without the design dialect, `serve --dialect upstream`, `--lookout-db`), else v1'
             cand --sort-by 'Sort by the value at this JSONPath of each object (`.metadata.name`, `{.spec.retryLimit}`)'
             cand --lookout-db 'Read what the cluster stores, read-only, from Lookout''s PostgreSQL database (tables `retry_policy`, `queue`, `queue_retry_policy`) instead of asking the server; without a value: $LOOKOUT_DB'
             cand --armada-url 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context''s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)'
@@ -524,7 +524,7 @@ set edit:completion:arg-completer[retryctl] = {|@words|
         &'retryctl;get;q'= {
             cand -o 'Output format: table, wide, yaml, json, name, jsonpath=TEMPLATE (kubectl''s `{.items[*].metadata.name}`), custom-columns=NAME:.path,...'
             cand --output 'Output format: table, wide, yaml, json, name, jsonpath=TEMPLATE (kubectl''s `{.items[*].metadata.name}`), custom-columns=NAME:.path,...'
-            cand --api-version 'Dialect of YAML/JSON output for policies'
+            cand --api-version 'Dialect of YAML/JSON output for policies: `armadaproject.io/v1` or `armadaproject.io/v1beta1`. Default: the server''s, v1beta1 from today''s Armada (a server without the design dialect, `serve --dialect upstream`, `--lookout-db`), else v1'
             cand --sort-by 'Sort by the value at this JSONPath of each object (`.metadata.name`, `{.spec.retryLimit}`)'
             cand --lookout-db 'Read what the cluster stores, read-only, from Lookout''s PostgreSQL database (tables `retry_policy`, `queue`, `queue_retry_policy`) instead of asking the server; without a value: $LOOKOUT_DB'
             cand --armada-url 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context''s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)'
@@ -815,6 +815,7 @@ set edit:completion:arg-completer[retryctl] = {|@words|
             cand -R 'Descend into subdirectories of directories given with -f'
             cand --recursive 'Descend into subdirectories of directories given with -f'
             cand --prune 'Also delete the retry policies on the server that no file names (as `diff` lists them); refused, deleting nothing, while a queue still uses one'
+            cand --force 'Apply a file `suggest -o policy` headed `# verdict: reject`, which is refused (exit 1, nothing sent) without it'
             cand --insecure-skip-tls-verify 'Do not verify the server''s TLS certificate (insecure: warns on every run)'
             cand -v 'Log each request and its status to stderr (credentials are never printed)'
             cand --verbose 'Log each request and its status to stderr (credentials are never printed)'
@@ -1138,7 +1139,7 @@ set edit:completion:arg-completer[retryctl] = {|@words|
             cand --max-compute 'Recommend no candidate whose cost (compute added − removed + expected) is over this: a duration (`10h`), or a percentage of the baseline''s recorded compute (`5%`)'
             cand --max-contradictions 'Recommend nothing when more jobs than this contradict the baseline (it is then not what the cluster ran): a number of jobs (`5`), or a percentage of the jobs compared'
             cand --max-candidates 'Refuse (exit 2, before any replay) a search of more candidates than N'
-            cand --pick 'Print candidate ID''s documents (`recommended`: the recommended one''s) as YAML, ready for `retryctl apply -f`; a numbered one needs no history (given one, the search runs first, and a candidate that loses a job the baseline saves or breaks a constraint is refused, exit 1, unless --force)'
+            cand --pick 'Print candidate ID''s documents (`recommended`: the recommended one''s; `template`: the one whose varied values are the template''s own, exit 1 when none is) as YAML, ready for `retryctl apply -f`; a numbered one needs no history (given one, the search runs first, and a candidate that loses a job the baseline saves or breaks a constraint is refused, exit 1, unless --force)'
             cand -o 'Output format: html is one self-contained page (the frontier as a chart), markdown a table for a pull request, partial a shard''s part for `retryctl merge` (with --shard); --pick writes yaml'
             cand --output 'Output format: html is one self-contained page (the frontier as a chart), markdown a table for a pull request, partial a shard''s part for `retryctl merge` (with --shard); --pick writes yaml'
             cand --output-file 'Write the result to this file instead of stdout: written beside it and renamed once complete; left as it was when no result is written'
@@ -1170,7 +1171,7 @@ set edit:completion:arg-completer[retryctl] = {|@words|
             cand --baseline-from-cluster 'What-if against what the cluster runs: the baseline is the retry policies and queue attachments stored in the --lookout-db database'
             cand --allow-empty 'Exit 0 when the history holds no job (an empty file, directory, stdin or Lookout window), instead of 3'
             cand --skip-invalid 'Read past the job lines of the history that cannot be read (each said as a warning), say how many, and exit 0; without it they make the exit status 3'
-            cand --force 'With --pick ID and a history: write the candidate even when it loses a job the baseline saves or breaks a constraint (a warning says which)'
+            cand --force 'With --pick ID (or template) and a history: write the candidate even when it loses a job the baseline saves or breaks a constraint (a warning says which)'
             cand --exit-code 'Exit 1 when a candidate is recommended (a change worth making), with or without --pick'
             cand --insecure-skip-tls-verify 'Do not verify the server''s TLS certificate (insecure: warns on every run)'
             cand -v 'Log each request and its status to stderr (credentials are never printed)'

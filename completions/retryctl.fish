@@ -287,7 +287,7 @@ json\t''
 name\t''
 jsonpath=\t''
 custom-columns=\t''"
-complete -c retryctl -n "__fish_retryctl_using_subcommand get; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -l api-version -d 'Dialect of YAML/JSON output for policies' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -l api-version -d 'Dialect of YAML/JSON output for policies: `armadaproject.io/v1` or `armadaproject.io/v1beta1`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -l sort-by -d 'Sort by the value at this JSONPath of each object (`.metadata.name`, `{.spec.retryLimit}`)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -l lookout-db -d 'Read what the cluster stores, read-only, from Lookout\'s PostgreSQL database (tables `retry_policy`, `queue`, `queue_retry_policy`) instead of asking the server; without a value: $LOOKOUT_DB' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
@@ -321,7 +321,7 @@ json\t''
 name\t''
 jsonpath=\t''
 custom-columns=\t''"
-complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicy" -l api-version -d 'Dialect of YAML/JSON output for policies' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicy" -l api-version -d 'Dialect of YAML/JSON output for policies: `armadaproject.io/v1` or `armadaproject.io/v1beta1`. Default: the server\'s, v1beta1 from today\'s Armada (a server without the design dialect, `serve --dialect upstream`, `--lookout-db`), else v1' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicy" -l sort-by -d 'Sort by the value at this JSONPath of each object (`.metadata.name`, `{.spec.retryLimit}`)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicy" -l lookout-db -d 'Read what the cluster stores, read-only, from Lookout\'s PostgreSQL database (tables `retry_policy`, `queue`, `queue_retry_policy`) instead of asking the server; without a value: $LOOKOUT_DB' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicy" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
@@ -346,7 +346,7 @@ json\t''
 name\t''
 jsonpath=\t''
 custom-columns=\t''"
-complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policy" -l api-version -d 'Dialect of YAML/JSON output for policies' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policy" -l api-version -d 'Dialect of YAML/JSON output for policies: `armadaproject.io/v1` or `armadaproject.io/v1beta1`. Default: the server\'s, v1beta1 from today\'s Armada (a server without the design dialect, `serve --dialect upstream`, `--lookout-db`), else v1' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policy" -l sort-by -d 'Sort by the value at this JSONPath of each object (`.metadata.name`, `{.spec.retryLimit}`)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policy" -l lookout-db -d 'Read what the cluster stores, read-only, from Lookout\'s PostgreSQL database (tables `retry_policy`, `queue`, `queue_retry_policy`) instead of asking the server; without a value: $LOOKOUT_DB' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policy" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
@@ -371,7 +371,7 @@ json\t''
 name\t''
 jsonpath=\t''
 custom-columns=\t''"
-complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicies" -l api-version -d 'Dialect of YAML/JSON output for policies' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicies" -l api-version -d 'Dialect of YAML/JSON output for policies: `armadaproject.io/v1` or `armadaproject.io/v1beta1`. Default: the server\'s, v1beta1 from today\'s Armada (a server without the design dialect, `serve --dialect upstream`, `--lookout-db`), else v1' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicies" -l sort-by -d 'Sort by the value at this JSONPath of each object (`.metadata.name`, `{.spec.retryLimit}`)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicies" -l lookout-db -d 'Read what the cluster stores, read-only, from Lookout\'s PostgreSQL database (tables `retry_policy`, `queue`, `queue_retry_policy`) instead of asking the server; without a value: $LOOKOUT_DB' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicies" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
@@ -396,7 +396,7 @@ json\t''
 name\t''
 jsonpath=\t''
 custom-columns=\t''"
-complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policies" -l api-version -d 'Dialect of YAML/JSON output for policies' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policies" -l api-version -d 'Dialect of YAML/JSON output for policies: `armadaproject.io/v1` or `armadaproject.io/v1beta1`. Default: the server\'s, v1beta1 from today\'s Armada (a server without the design dialect, `serve --dialect upstream`, `--lookout-db`), else v1' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policies" -l sort-by -d 'Sort by the value at this JSONPath of each object (`.metadata.name`, `{.spec.retryLimit}`)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policies" -l lookout-db -d 'Read what the cluster stores, read-only, from Lookout\'s PostgreSQL database (tables `retry_policy`, `queue`, `queue_retry_policy`) instead of asking the server; without a value: $LOOKOUT_DB' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policies" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
@@ -421,7 +421,7 @@ json\t''
 name\t''
 jsonpath=\t''
 custom-columns=\t''"
-complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from rp" -l api-version -d 'Dialect of YAML/JSON output for policies' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from rp" -l api-version -d 'Dialect of YAML/JSON output for policies: `armadaproject.io/v1` or `armadaproject.io/v1beta1`. Default: the server\'s, v1beta1 from today\'s Armada (a server without the design dialect, `serve --dialect upstream`, `--lookout-db`), else v1' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from rp" -l sort-by -d 'Sort by the value at this JSONPath of each object (`.metadata.name`, `{.spec.retryLimit}`)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from rp" -l lookout-db -d 'Read what the cluster stores, read-only, from Lookout\'s PostgreSQL database (tables `retry_policy`, `queue`, `queue_retry_policy`) instead of asking the server; without a value: $LOOKOUT_DB' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from rp" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
@@ -446,7 +446,7 @@ json\t''
 name\t''
 jsonpath=\t''
 custom-columns=\t''"
-complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queue" -l api-version -d 'Dialect of YAML/JSON output for policies' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queue" -l api-version -d 'Dialect of YAML/JSON output for policies: `armadaproject.io/v1` or `armadaproject.io/v1beta1`. Default: the server\'s, v1beta1 from today\'s Armada (a server without the design dialect, `serve --dialect upstream`, `--lookout-db`), else v1' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queue" -l sort-by -d 'Sort by the value at this JSONPath of each object (`.metadata.name`, `{.spec.retryLimit}`)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queue" -l lookout-db -d 'Read what the cluster stores, read-only, from Lookout\'s PostgreSQL database (tables `retry_policy`, `queue`, `queue_retry_policy`) instead of asking the server; without a value: $LOOKOUT_DB' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queue" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
@@ -471,7 +471,7 @@ json\t''
 name\t''
 jsonpath=\t''
 custom-columns=\t''"
-complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queues" -l api-version -d 'Dialect of YAML/JSON output for policies' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queues" -l api-version -d 'Dialect of YAML/JSON output for policies: `armadaproject.io/v1` or `armadaproject.io/v1beta1`. Default: the server\'s, v1beta1 from today\'s Armada (a server without the design dialect, `serve --dialect upstream`, `--lookout-db`), else v1' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queues" -l sort-by -d 'Sort by the value at this JSONPath of each object (`.metadata.name`, `{.spec.retryLimit}`)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queues" -l lookout-db -d 'Read what the cluster stores, read-only, from Lookout\'s PostgreSQL database (tables `retry_policy`, `queue`, `queue_retry_policy`) instead of asking the server; without a value: $LOOKOUT_DB' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queues" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
@@ -496,7 +496,7 @@ json\t''
 name\t''
 jsonpath=\t''
 custom-columns=\t''"
-complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from q" -l api-version -d 'Dialect of YAML/JSON output for policies' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from q" -l api-version -d 'Dialect of YAML/JSON output for policies: `armadaproject.io/v1` or `armadaproject.io/v1beta1`. Default: the server\'s, v1beta1 from today\'s Armada (a server without the design dialect, `serve --dialect upstream`, `--lookout-db`), else v1' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from q" -l sort-by -d 'Sort by the value at this JSONPath of each object (`.metadata.name`, `{.spec.retryLimit}`)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from q" -l lookout-db -d 'Read what the cluster stores, read-only, from Lookout\'s PostgreSQL database (tables `retry_policy`, `queue`, `queue_retry_policy`) instead of asking the server; without a value: $LOOKOUT_DB' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from q" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
@@ -738,6 +738,7 @@ always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand apply" -s R -l recursive -d 'Descend into subdirectories of directories given with -f'
 complete -c retryctl -n "__fish_retryctl_using_subcommand apply" -l prune -d 'Also delete the retry policies on the server that no file names (as `diff` lists them); refused, deleting nothing, while a queue still uses one'
+complete -c retryctl -n "__fish_retryctl_using_subcommand apply" -l force -d 'Apply a file `suggest -o policy` headed `# verdict: reject`, which is refused (exit 1, nothing sent) without it'
 complete -c retryctl -n "__fish_retryctl_using_subcommand apply" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand apply" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand apply" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -1024,7 +1025,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l max-lost -d '
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l max-compute -d 'Recommend no candidate whose cost (compute added − removed + expected) is over this: a duration (`10h`), or a percentage of the baseline\'s recorded compute (`5%`)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l max-contradictions -d 'Recommend nothing when more jobs than this contradict the baseline (it is then not what the cluster ran): a number of jobs (`5`), or a percentage of the jobs compared' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l max-candidates -d 'Refuse (exit 2, before any replay) a search of more candidates than N' -r
-complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l pick -d 'Print candidate ID\'s documents (`recommended`: the recommended one\'s) as YAML, ready for `retryctl apply -f`; a numbered one needs no history (given one, the search runs first, and a candidate that loses a job the baseline saves or breaks a constraint is refused, exit 1, unless --force)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l pick -d 'Print candidate ID\'s documents (`recommended`: the recommended one\'s; `template`: the one whose varied values are the template\'s own, exit 1 when none is) as YAML, ready for `retryctl apply -f`; a numbered one needs no history (given one, the search runs first, and a candidate that loses a job the baseline saves or breaks a constraint is refused, exit 1, unless --force)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -s o -l output -d 'Output format: html is one self-contained page (the frontier as a chart), markdown a table for a pull request, partial a shard\'s part for `retryctl merge` (with --shard); --pick writes yaml' -r -f -a "table\t''
 json\t''
 yaml\t''
@@ -1062,7 +1063,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -s R -l recursiv
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l baseline-from-cluster -d 'What-if against what the cluster runs: the baseline is the retry policies and queue attachments stored in the --lookout-db database'
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l allow-empty -d 'Exit 0 when the history holds no job (an empty file, directory, stdin or Lookout window), instead of 3'
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l skip-invalid -d 'Read past the job lines of the history that cannot be read (each said as a warning), say how many, and exit 0; without it they make the exit status 3'
-complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l force -d 'With --pick ID and a history: write the candidate even when it loses a job the baseline saves or breaks a constraint (a warning says which)'
+complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l force -d 'With --pick ID (or template) and a history: write the candidate even when it loses a job the baseline saves or breaks a constraint (a warning says which)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l exit-code -d 'Exit 1 when a candidate is recommended (a change worth making), with or without --pick'
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'

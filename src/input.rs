@@ -26,6 +26,10 @@ pub struct SourceFile {
     pub name: String,
     pub documents: Vec<Document>,
     pub errors: Vec<Diagnostic>,
+    /// The file's first line when it is a YAML comment, its `#` and the spaces after it taken
+    /// off: `suggest -o policy` heads a proposal with its verdict there (`verdict: …`), which
+    /// `apply` reads.
+    pub head: Option<String>,
 }
 
 impl SourceFile {
@@ -105,6 +109,7 @@ pub fn read_sources_seen(paths: &[PathBuf], recursive: bool, expected: Option<&[
                 out.push(SourceFile {
                     name: path.display().to_string(),
                     documents: Vec::new(),
+                    head: None,
                     errors: vec![Diagnostic::error(
                         "no-documents",
                         "",
@@ -189,6 +194,7 @@ fn file_error(path: &Path, e: &io::Error) -> SourceFile {
     SourceFile {
         name: path.display().to_string(),
         documents: Vec::new(),
+        head: None,
         errors: vec![Diagnostic::error(
             "unreadable",
             "",
@@ -423,11 +429,24 @@ pub fn parse_text(name: &str, text: &str, expected: Option<&[Kind]>) -> SourceFi
     source_from_bytes(name.to_string(), Ok(text.as_bytes().to_vec()), expected)
 }
 
+/// The first line of `text` when it is a comment, without its `#` and the blanks after it.
+fn head_comment(text: &str) -> Option<String> {
+    let first = text.lines().next()?;
+    let comment = first.strip_prefix('#')?;
+    Some(
+        comment
+            .trim_start_matches([' ', '\t'])
+            .trim_end_matches('\r')
+            .to_string(),
+    )
+}
+
 fn source_from_bytes(name: String, bytes: io::Result<Vec<u8>>, expected: Option<&[Kind]>) -> SourceFile {
     let mut file = SourceFile {
         name,
         documents: Vec::new(),
         errors: Vec::new(),
+        head: None,
     };
     let bytes = match bytes {
         Ok(b) => b,
@@ -474,6 +493,7 @@ fn source_from_bytes(name: String, bytes: io::Result<Vec<u8>>, expected: Option<
         }
     };
     let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+    file.head = head_comment(text);
     let parsed = parse_documents(text, expected);
     file.documents = parsed.documents;
     if let Some(e) = parsed.syntax_error {

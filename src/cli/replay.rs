@@ -230,14 +230,15 @@ pub struct TuneArgs {
     #[arg(long, value_name = "N", default_value_t = 10_000)]
     pub max_candidates: u64,
 
-    /// Print candidate ID's documents (`recommended`: the recommended one's) as YAML, ready for
+    /// Print candidate ID's documents (`recommended`: the recommended one's; `template`: the
+    /// one whose varied values are the template's own, exit 1 when none is) as YAML, ready for
     /// `retryctl apply -f`; a numbered one needs no history (given one, the search runs first,
     /// and a candidate that loses a job the baseline saves or breaks a constraint is refused,
     /// exit 1, unless --force).
-    #[arg(long, value_name = "ID|recommended")]
+    #[arg(long, value_name = "ID|template|recommended")]
     pub pick: Option<String>,
 
-    /// With --pick ID and a history: write the candidate even when it loses a job the
+    /// With --pick ID (or template) and a history: write the candidate even when it loses a job the
     /// baseline saves or breaks a constraint (a warning says which).
     #[arg(long, requires = "pick")]
     pub force: bool,

@@ -63,6 +63,10 @@ pub struct ApplyArgs {
     /// sent) a policy naming a category it never assigns (roll out the executor config first).
     #[arg(long, value_name = "FILE")]
     pub categorizer: Option<std::path::PathBuf>,
+    /// Apply a file `suggest -o policy` headed `# verdict: reject`, which is refused (exit 1,
+    /// nothing sent) without it.
+    #[arg(long)]
+    pub force: bool,
 }
 
 // `diff` writes nothing: no `--dry-run`.

@@ -13,9 +13,11 @@ pub struct ViewArgs {
     #[arg(short = 'o', long, value_parser = OutputParser, default_value = "table", value_name = "FORMAT")]
     pub output: GetOutput,
 
-    /// Dialect of YAML/JSON output for policies.
-    #[arg(long, value_name = "VERSION", default_value = "armadaproject.io/v1", value_parser = super::values::api_version)]
-    pub api_version: crate::model::ApiVersion,
+    /// Dialect of YAML/JSON output for policies: `armadaproject.io/v1` or
+    /// `armadaproject.io/v1beta1`. Default: the server's, v1beta1 from today's Armada (a server
+    /// without the design dialect, `serve --dialect upstream`, `--lookout-db`), else v1.
+    #[arg(long, value_name = "VERSION", value_parser = super::values::api_version)]
+    pub api_version: Option<crate::model::ApiVersion>,
 
     /// Leave out the header line of tables and custom columns.
     #[arg(long)]

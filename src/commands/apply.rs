@@ -15,6 +15,8 @@
 //!   that read and the delete is refused by `retryctl serve` itself (it deletes no policy a
 //!   queue uses); today's Armada detaches instead, which no client can prevent.
 //! - A policy someone else deleted meanwhile is not an error: it is gone, as asked.
+//! - A file `suggest -o policy` headed `# verdict: reject` is refused before anything is sent
+//!   (exit 1, its reasons said), dry run or not; `--force` applies it, with a warning.
 //! - Pruning needs every file: when `-f`'s directories hold a file that was not read (an
 //!   ending it does not read, a subdirectory without `-R`), the run is refused before
 //!   anything is sent, dry run or not.
@@ -30,13 +32,24 @@ use crate::input::{SkipReason, Skipped};
 use crate::model::{Kind, Resource};
 
 pub fn run(ctx: &mut Context, args: &ApplyArgs) -> anyhow::Result<ExitCode> {
-    let batch = batch::prepare(
-        ctx,
-        &args.source,
-        &args.write,
-        &[Kind::RetryPolicy, Kind::Queue],
-        Mode::Apply,
-    )?;
+    let loaded = batch::load(ctx, &args.source, &[Kind::RetryPolicy, Kind::Queue])?;
+    for (file, head) in &loaded.heads {
+        if let Some(reasons) = rejected(head) {
+            let shown = crate::diag::shown(file);
+            if !args.force {
+                return Err(CliError::failed(format!(
+                    "`{shown}` is a proposal suggest rejected: {}; --force to apply it",
+                    crate::diag::shown(reasons)
+                ))
+                .into());
+            }
+            writeln!(
+                ctx.err,
+                "warning: `{shown}` is a proposal suggest rejected; applied as --force asks"
+            )?;
+        }
+    }
+    let batch = batch::connect(ctx, loaded, &args.write, Mode::Apply)?;
     if let Some(path) = &args.categorizer {
         refuse_unknown_categories(&batch.items, path)?;
     }
@@ -77,6 +90,23 @@ pub fn run(ctx: &mut Context, args: &ApplyArgs) -> anyhow::Result<ExitCode> {
         )?;
     }
     Ok(code)
+}
+
+/// The reasons of a rejected proposal: `head` is the first line of a file `suggest -o policy`
+/// wrote, `verdict: reject (do not adopt): REASONS` (its gloss optional: an older or
+/// hand-edited head still counts); `None` for any other verdict or comment.
+fn rejected(head: &str) -> Option<&str> {
+    let rest = head.strip_prefix("verdict:")?.trim_start().strip_prefix("reject")?;
+    let rest = rest.trim_start();
+    let rest = match rest.strip_prefix('(') {
+        Some(glossed) => glossed.split_once(')')?.1,
+        None => rest,
+    };
+    match rest.strip_prefix(':') {
+        Some(reasons) => Some(reasons.trim()),
+        None if rest.trim().is_empty() => Some("no reason given"),
+        None => None,
+    }
 }
 
 /// Refuses (exit 1) to prune when `-f`'s directories hold files that were not read: a policy
@@ -221,4 +251,21 @@ fn refuse_unknown_categories(items: &[Item], path: &std::path::Path) -> Result<(
         unknown.join("\n")
     ))
     .with_hint("roll out the executor config first, wait for the executor to run it, then apply the policy"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::rejected;
+
+    #[test]
+    fn a_rejected_proposal_is_known_by_its_head_alone() {
+        let head = "verdict: reject (do not adopt): loses 1 job (ml-05); the proposal costs more";
+        assert_eq!(rejected(head), Some("loses 1 job (ml-05); the proposal costs more"));
+        assert_eq!(rejected("verdict: reject: loses 1 job"), Some("loses 1 job"));
+        assert_eq!(rejected("verdict: reject"), Some("no reason given"));
+        assert_eq!(rejected("verdict: adopt (a change worth making): 3 rescued"), None);
+        assert_eq!(rejected("verdict: keep (keep today's policy): nothing"), None);
+        assert_eq!(rejected("verdict: rejected by hand"), None);
+        assert_eq!(rejected("Proposed by `retryctl suggest`"), None);
+    }
 }

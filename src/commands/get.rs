@@ -5,6 +5,11 @@
 //! listed; an empty list prints an empty `List` in json/yaml and, for tables, says so on
 //! stderr. What the output looks like is `output::view`.
 //!
+//! YAML and JSON are in the dialect `--api-version` names, else in the server's: today's
+//! Armada's v1beta1 from a server without the design dialect (upstream Armada, `serve
+//! --dialect upstream`) and from the cluster's own database, v1 from a design server; what
+//! `get … -o yaml > current/policies.yaml` writes is then what the cluster stores.
+//!
 //! With `--lookout-db`, the same from the cluster's own database (docs/serve.md,
 //! `lookout::cluster`), read-only and printed exactly as a server's answer would be: a row
 //! whose definition does not decode is reported on stderr naming its table and name, the
@@ -88,6 +93,23 @@ pub fn run(ctx: &mut Context, args: &GetArgs) -> anyhow::Result<ExitCode> {
         )?;
         return Ok(ExitCode::Success);
     }
+    let version = match (version, &source) {
+        (Some(asked), _) => asked,
+        (None, Source::Remote(conn)) => {
+            // Known by now (every answer says it): no request of its own.
+            let dialect = conn
+                .client
+                .dialect_name()
+                .map_err(|e| conn.fail("cannot tell the server's dialect", e))?;
+            if dialect == "upstream" {
+                ApiVersion::V1beta1
+            } else {
+                ApiVersion::V1
+            }
+        }
+        // The cluster's own database is today's Armada's.
+        (None, Source::Cluster(_)) => ApiVersion::V1beta1,
+    };
     let options = Options {
         version,
         plural: all || targets.len() > 1,
@@ -103,7 +125,7 @@ pub fn run(ctx: &mut Context, args: &GetArgs) -> anyhow::Result<ExitCode> {
                 version.as_str(),
                 fields.iter().map(|f| format!("`{f}`")).collect::<Vec<_>>().join(", ")
             ))
-            .with_hint("use the default `--api-version armadaproject.io/v1`")
+            .with_hint("show it in the design dialect: `--api-version armadaproject.io/v1`")
             .into());
         }
     }
@@ -141,7 +163,9 @@ pub fn run(ctx: &mut Context, args: &GetArgs) -> anyhow::Result<ExitCode> {
         .into())
 }
 
-fn parse_view(v: &ViewArgs) -> Result<(Format, ApiVersion, Option<serde_json_path::JsonPath>), CliError> {
+/// `-o`, `--api-version` (`None`: the server's dialect) and `--sort-by`, read.
+#[allow(clippy::type_complexity)]
+fn parse_view(v: &ViewArgs) -> Result<(Format, Option<ApiVersion>, Option<serde_json_path::JsonPath>), CliError> {
     let version = v.api_version;
     let format = match &v.output {
         GetOutput::Table => Format::Table,

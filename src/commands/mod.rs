@@ -126,9 +126,9 @@ fn replay_verb(ctx: &mut Context<'_>, mut args: impl ReplayVerb) -> anyhow::Resu
 fn merge_end(command: &str) -> Option<End> {
     let verb = crate::cli::VERBS.iter().find(|v| v.name == command)?;
     Some(match verb.merges? {
-        Merges::Simulate => simulate::merge,
-        Merges::Tune => tune::merge,
-        Merges::Suggest => suggest::merge,
+        Merges::Simulate => simulate::shards::merge,
+        Merges::Tune => tune::shards::merge,
+        Merges::Suggest => suggest::shards::merge,
     })
 }
 

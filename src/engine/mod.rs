@@ -94,12 +94,35 @@ impl Default for Settings {
 }
 
 impl Settings {
+    /// What today's Armada runs with when its scheduler config says nothing of retries: the
+    /// values upstream ships in `config/scheduler/config.yaml` at commit `207cc9e`
+    /// (docs/engines.md "The scheduler's settings"): `retryPolicy.globalMaxRetries: 5`, the
+    /// engine's cap, and `maxRetries: 3`, whose `+ 1` bounds the legacy path's attempts.
+    /// Upstream ships `retryPolicy.enabled: false`; a replay assumes the engine on, as it does
+    /// for a config that does not say.
+    pub const UPSTREAM_GLOBAL_MAX_RETRIES: u32 = 5;
+    pub const UPSTREAM_MAX_RETRIES: u32 = 3;
+
+    /// Upstream's shipped defaults ([`Settings::UPSTREAM_GLOBAL_MAX_RETRIES`]), the engine on.
+    pub fn upstream_shipped() -> Settings {
+        Settings {
+            global_max_retries: Self::UPSTREAM_GLOBAL_MAX_RETRIES,
+            max_attempted_runs: Self::UPSTREAM_MAX_RETRIES + 1,
+            ..Settings::default()
+        }
+    }
+
+    /// `c`, the design's defaults where it says nothing.
     pub fn from_config(c: &SchedulerConfig) -> Settings {
-        let d = Settings::default();
+        Settings::from_config_over(c, &Settings::default())
+    }
+
+    /// `c`, `d`'s values where it says nothing.
+    pub fn from_config_over(c: &SchedulerConfig, d: &Settings) -> Settings {
         Settings {
             enabled: c.enabled.unwrap_or(d.enabled),
             global_max_retries: c.global_max_retries.unwrap_or(d.global_max_retries),
-            default_policy_name: c.default_policy_name.clone(),
+            default_policy_name: c.default_policy_name.clone().or_else(|| d.default_policy_name.clone()),
             default_backoff: c.default_backoff,
             max_attempted_runs: c.max_attempted_runs.unwrap_or(d.max_attempted_runs),
         }

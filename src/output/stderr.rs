@@ -43,6 +43,23 @@ impl Messages {
     }
 }
 
+/// The scheduler's settings a replay assumed for today's Armada, said once on stderr
+/// (docs/engines.md "The scheduler's settings"): upstream's shipped `globalMaxRetries` (or
+/// `--global-max-retries`'s, `overridden`) and `maxRetries`, and that upstream ships the
+/// engine off.
+pub fn upstream_defaults_assumed(global_max_retries: u32, overridden: bool, max_retries: u32) -> String {
+    let global = if overridden {
+        format!("globalMaxRetries {global_max_retries} (--global-max-retries)")
+    } else {
+        format!("globalMaxRetries {global_max_retries}")
+    };
+    format!(
+        "scheduler: upstream's shipped defaults: {global}, maxRetries {max_retries} ({} attempts); \
+         the retry engine assumed enabled: pass --scheduler-config",
+        max_retries + 1
+    )
+}
+
 /// The warning for a job whose queue is not among the documents.
 pub fn missing_queue_warning(job: &str, queue: &str, retry_policy: bool, given: &[String]) -> String {
     let what = if retry_policy {

@@ -317,11 +317,25 @@ pub fn limit(stats: &SignatureStats, knobs: &Knobs) -> Limit {
     }
 }
 
-/// `avoidSameNode`: both kinds of retry have 5 trials or more, and the other-node interval
-/// lies wholly above the same-node one.
+/// The least gain of a retry on another node over one on the same node, in points of success
+/// rate, that `avoidSameNode` is proposed for: a significant gain of a point or two is not
+/// worth a job's shrinking choice of nodes (docs/reference/suggest.md "The rule").
+pub const AVOID_SAME_NODE_MIN_POINTS: u64 = 10;
+
+/// `avoidSameNode`: both kinds of retry have 5 trials or more, the other-node rate is at
+/// least [`AVOID_SAME_NODE_MIN_POINTS`] points above the same-node one, and significantly so
+/// (the other-node interval lies wholly above the same-node one).
 pub fn avoid_same_node(stats: &SignatureStats) -> bool {
     let (same, other): (Tally, Tally) = (stats.same_node, stats.other_node);
     if same.trials < MIN_TRIALS || other.trials < MIN_TRIALS {
+        return false;
+    }
+    // other/o − same/s ≥ points/100, in integers: a float difference of 0.6 and 0.5 falls
+    // short of 0.1.
+    let gain = u128::from(other.successes) * u128::from(same.trials) * 100;
+    let loss = u128::from(same.successes) * u128::from(other.trials) * 100;
+    let needed = u128::from(AVOID_SAME_NODE_MIN_POINTS) * u128::from(same.trials) * u128::from(other.trials);
+    if gain < loss + needed {
         return false;
     }
     let (_, same_high) = wilson(same.successes, same.trials, Z95);
@@ -942,6 +956,35 @@ mod tests {
             panic!()
         };
         assert!(!p.avoid_same_node);
+    }
+
+    /// `avoidSameNode` needs both: 10 points or more above the same node's rate, and a
+    /// significant gain. Many trials make a small gain significant; it is not proposed.
+    #[test]
+    fn avoid_same_node_needs_ten_points_and_significance() {
+        let with = |same: (u64, u64), other: (u64, u64)| {
+            let mut s = stats([(30, 15), (0, 0), (0, 0), (0, 0), (0, 0)]);
+            s.same_node = Tally {
+                trials: same.0,
+                successes: same.1,
+            };
+            s.other_node = Tally {
+                trials: other.0,
+                successes: other.1,
+            };
+            avoid_same_node(&s)
+        };
+        // 55% against 50% on 10,000 trials each: significant, 5 points.
+        assert!(!with((10_000, 5_000), (10_000, 5_500)));
+        // 60% against 50%, exactly 10 points, significant.
+        assert!(with((10_000, 5_000), (10_000, 6_000)));
+        // 59.99%: short of 10 points.
+        assert!(!with((10_000, 5_000), (10_000, 5_999)));
+        // 60 points on 5 trials each is not significant; 100 points on 5 trials each is.
+        assert!(!with((5, 1), (5, 4)));
+        assert!(with((5, 0), (5, 5)));
+        // Too few trials on one side.
+        assert!(!with((4, 0), (20, 20)));
     }
 
     /// A message of many hex words: its pattern is past `validate`'s limit, in both dialects,

@@ -83,6 +83,7 @@ retryPolicies: [infra, ml]
         SourceFile {
             name: name.to_string(),
             documents: parsed.documents,
+            head: None,
             errors: Vec::new(),
         }
     }
@@ -133,6 +134,38 @@ mod tests {
         ]);
         assert_eq!(t.check(&v), Ok(()));
         assert_eq!(count(&v), 11 * 2 * 3 * 3 * 3 * 3 * 2 * 2 * 2 * 2 * 2 * 2);
+    }
+
+    #[test]
+    fn the_template_s_own_candidate_has_its_values_as_written() {
+        let t = template(None);
+        let own = |args: &[&str]| t.own_candidate(&varies(args));
+        assert_eq!(own(&[]), Ok(1));
+        assert_eq!(own(&["ml:spec.retryLimit=1..5"]), Ok(5));
+        assert_eq!(own(&["ml:spec.retryLimit=5,1"]), Ok(1));
+        // The first vary varies slowest: (ml 5, infra 3) is the 4th × 5 + 3rd.
+        assert_eq!(own(&["ml:spec.retryLimit=1..5", "infra:retryLimit=1..5"]), Ok(23));
+        // Values as the field reads them; a field left out is `unset`.
+        assert_eq!(own(&["ml:spec.retryLimit=+05,3"]), Ok(1));
+        assert_eq!(own(&["ml:spec.rules[0].retryLimit=unset,1,2"]), Ok(3));
+        assert_eq!(own(&["ml:spec.backoff.initialDelay=30s,unset"]), Ok(2));
+        assert_eq!(own(&["infra:rules[0].action=Fail,Retry"]), Ok(2));
+        assert_eq!(
+            own(&["ml:spec.retryLimit=1..4"]),
+            Err(
+                "no candidate has the template's own values: the template sets `ml:spec.retryLimit` to `5`, a value \
+                 its `--vary` does not list (add it, or pick a candidate by its id)"
+                    .into()
+            )
+        );
+        assert_eq!(
+            own(&["ml:spec.retryLimit=1..5", "ml:spec.backoff.initialDelay=0s,30s"]),
+            Err(
+                "no candidate has the template's own values: the template leaves `ml:spec.backoff.initialDelay` \
+                 unset, a value its `--vary` does not list (add it, or pick a candidate by its id)"
+                    .into()
+            )
+        );
     }
 
     #[test]

@@ -919,7 +919,7 @@ mod tests {
                     };
                     let overrides = Overrides {
                         global_max_retries: global,
-                        default_policy: None,
+                        ..Overrides::default()
                     };
                     Arm {
                         sim: template.varied(&mut d).sim(),

@@ -14,7 +14,7 @@ use crate::model::scheduler::{scheduler_config_from_node, SchedulerConfig};
 use crate::model::{ApiVersion, Kind};
 use crate::yaml::{Node, Pos, Value};
 
-use super::vary::{self, resolve, typed, Layout, Setting, Target, Typed, Vary};
+use super::vary::{self, resolve, typed, Layout, Scalar, Setting, Target, Typed, Vary};
 
 /// A candidate's value of each vary: the vary as typed (`ml:spec.retryLimit`), the value as
 /// output shows it (`3`, `unset`), in the order of the varies.
@@ -102,66 +102,7 @@ impl Template {
     pub fn check(&self, varies: &[Vary]) -> Result<(), String> {
         for (i, v) in varies.iter().enumerate() {
             let fail = |why: String| format!("invalid `--vary` {}: {why}", quote(&v.text));
-            // A categorizer's path starts at `errorCategories` whatever the file's shape: it
-            // is resolved in a tree holding only that mapping.
-            let categorizer_root;
-            let (layout, node) = match &v.target {
-                Target::Categorizer => {
-                    let Some((name, doc)) = &self.categorizer else {
-                        return Err(fail(
-                            "`categorizer:` varies the `--categorizer` file, and none was given: give \
-                             `--categorizer FILE`"
-                                .into(),
-                        ));
-                    };
-                    let body = crate::model::categorizer::shape_of(&doc.node)
-                        .and_then(|shape| crate::model::categorizer::body(&doc.node, shape))
-                        .cloned()
-                        .unwrap_or(Node {
-                            pos: doc.node.pos,
-                            value: Value::Null,
-                        });
-                    categorizer_root = Node {
-                        pos: doc.node.pos,
-                        value: Value::Map(vec![(
-                            Node {
-                                pos: body.pos,
-                                value: Value::Scalar {
-                                    text: "errorCategories".into(),
-                                    quoted: false,
-                                },
-                            },
-                            body,
-                        )]),
-                    };
-                    let owner = format!("the categorizer config {}", quote(name));
-                    (
-                        Layout {
-                            root: fields::CATEGORIZER_TOP,
-                            top: owner.clone(),
-                            owner,
-                            other: None,
-                            version: None,
-                        },
-                        &categorizer_root,
-                    )
-                }
-                Target::Scheduler => (
-                    Layout {
-                        root: fields::SCHEDULER_CONFIG,
-                        owner: v.target.to_string(),
-                        top: v.target.to_string(),
-                        other: None,
-                        version: None,
-                    },
-                    &self.scheduler_node,
-                ),
-                Target::Policy(name) => {
-                    let doc = self.policy(name).map_err(fail)?;
-                    (policy_layout(name, doc).map_err(fail)?, &doc.node)
-                }
-            };
-            let scalar = resolve(&layout, &v.segments, node).map_err(fail)?;
+            let scalar = self.field(v).map_err(fail)?;
             if let Target::Policy(_) = &v.target {
                 match v.path.as_str() {
                     "apiVersion" | "kind" => {
@@ -215,6 +156,114 @@ impl Template {
             }
         }
         Ok(())
+    }
+
+    /// The candidate whose every varied value is the template's own as written, a field the
+    /// template leaves out counting as `unset` (`tune --pick template`: suggest's proposal
+    /// searched around its own values, with no number to copy). `varies` passed
+    /// [`Template::check`]. `Err` names the first vary none of whose values is the
+    /// template's.
+    pub fn own_candidate(&self, varies: &[Vary]) -> Result<u64, String> {
+        let mut index: u128 = 0;
+        for v in varies {
+            let scalar = self
+                .field(v)
+                .map_err(|why| format!("invalid `--vary` {}: {why}", quote(&v.text)))?;
+            let own = match &scalar.written {
+                None => None,
+                Some(Ok(text)) => Some(typed(scalar.ty, text)),
+                Some(Err(kind)) => {
+                    return Err(format!(
+                        "the template's {} is {}, not a value a candidate can have",
+                        quote(&v.text),
+                        vary::a(kind)
+                    ))
+                }
+            };
+            let at = v.values.iter().position(|value| match (value, &own) {
+                (Setting::Unset, None) => true,
+                (Setting::To(text), Some(Ok(own))) => typed(scalar.ty, text).as_ref() == Ok(own),
+                _ => false,
+            });
+            let Some(at) = at else {
+                let written = match &scalar.written {
+                    Some(Ok(text)) => format!("sets {} to {}", quote(&v.text), quote(text)),
+                    _ => format!("leaves {} unset", quote(&v.text)),
+                };
+                return Err(format!(
+                    "no candidate has the template's own values: the template {written}, a value its `--vary` \
+                     does not list (add it, or pick a candidate by its id)"
+                ));
+            };
+            index = index * v.values.len() as u128 + at as u128;
+        }
+        u64::try_from(index + 1)
+            .map_err(|_| "the template's own candidate is past the last id a search can number".to_string())
+    }
+
+    /// The scalar field `v` names in the template: its type, and its value as written. `Err`
+    /// says why the path names none (without the vary: the caller says which).
+    fn field(&self, v: &Vary) -> Result<Scalar, String> {
+        // A categorizer's path starts at `errorCategories` whatever the file's shape: it
+        // is resolved in a tree holding only that mapping.
+        let categorizer_root;
+        let (layout, node) = match &v.target {
+            Target::Categorizer => {
+                let Some((name, doc)) = &self.categorizer else {
+                    return Err(
+                        "`categorizer:` varies the `--categorizer` file, and none was given: give \
+                         `--categorizer FILE`"
+                            .into(),
+                    );
+                };
+                let body = crate::model::categorizer::shape_of(&doc.node)
+                    .and_then(|shape| crate::model::categorizer::body(&doc.node, shape))
+                    .cloned()
+                    .unwrap_or(Node {
+                        pos: doc.node.pos,
+                        value: Value::Null,
+                    });
+                categorizer_root = Node {
+                    pos: doc.node.pos,
+                    value: Value::Map(vec![(
+                        Node {
+                            pos: body.pos,
+                            value: Value::Scalar {
+                                text: "errorCategories".into(),
+                                quoted: false,
+                            },
+                        },
+                        body,
+                    )]),
+                };
+                let owner = format!("the categorizer config {}", quote(name));
+                (
+                    Layout {
+                        root: fields::CATEGORIZER_TOP,
+                        top: owner.clone(),
+                        owner,
+                        other: None,
+                        version: None,
+                    },
+                    &categorizer_root,
+                )
+            }
+            Target::Scheduler => (
+                Layout {
+                    root: fields::SCHEDULER_CONFIG,
+                    owner: v.target.to_string(),
+                    top: v.target.to_string(),
+                    other: None,
+                    version: None,
+                },
+                &self.scheduler_node,
+            ),
+            Target::Policy(name) => {
+                let doc = self.policy(name)?;
+                (policy_layout(name, doc)?, &doc.node)
+            }
+        };
+        resolve(&layout, &v.segments, node)
     }
 
     /// Each vary's column in the tables, short and the same for the same command line: its

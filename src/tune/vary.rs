@@ -305,6 +305,9 @@ pub(super) struct Scalar {
     pub required: bool,
     /// An item of a list of scalars (`onConditions[0]`): set, never removed.
     pub item: bool,
+    /// The template's value there as written: `None` when the field is absent (or `null`),
+    /// `Some(Err(kind))` when it holds no scalar (a mapping, a list).
+    pub written: Option<Result<String, &'static str>>,
 }
 
 /// Resolves `segments` in `layout`'s table, following `node` (the template's document) so
@@ -410,7 +413,19 @@ pub(super) fn resolve(layout: &Layout, segments: &[Segment], node: &Node) -> Res
                 ),
                 None => format!("`{done}` is a list, not a scalar field; vary one of its items, e.g. `{done}[0]`"),
             }),
-            None => Ok(Scalar { ty, required, item }),
+            None => {
+                let written = node.and_then(|n| match &n.value {
+                    Value::Null => None,
+                    Value::Scalar { text, .. } => Some(Ok(text.clone())),
+                    _ => Some(Err(n.kind_name())),
+                });
+                Ok(Scalar {
+                    ty,
+                    required,
+                    item,
+                    written,
+                })
+            }
         },
     }
 }
@@ -424,7 +439,7 @@ fn list_items(ty: &'static Ty) -> Option<&'static Ty> {
 }
 
 /// `an object`, `a list`, `an integer`.
-fn a(noun: &str) -> String {
+pub(super) fn a(noun: &str) -> String {
     let article = if noun.starts_with(['a', 'e', 'i', 'o', 'u']) {
         "an"
     } else {

@@ -8,6 +8,8 @@ use crate::support::{exchange, retryctl, temp_home};
 const POLICY: &str = "testdata/categorizer/retry.yaml";
 const HISTORY: &str = "testdata/categorizer/history.jsonl";
 const CATEGORIZER: &str = "testdata/categorizer/executor-config.yaml";
+/// The upstream replays here are about the categorizer, not the scheduler's defaults.
+const SCHEDULER: [&str; 2] = crate::support::UPSTREAM_SCHEDULER;
 
 fn run(args: &[&str]) -> String {
     let home = temp_home();
@@ -67,6 +69,8 @@ fn a_what_if_of_the_categorizer_alone() {
             "--engine",
             "upstream",
             "--exit-code",
+            SCHEDULER[0],
+            SCHEDULER[1],
         ]),
         want
     );
@@ -181,9 +185,22 @@ fn collisions_under_the_upstream_engine() {
         "--- stderr\n",
     ]
     .concat();
-    assert_eq!(simulate(&["--categorizer", CATEGORIZER, "--engine", "upstream"]), want);
+    assert_eq!(
+        simulate(&[
+            "--categorizer",
+            CATEGORIZER,
+            "--engine",
+            "upstream",
+            SCHEDULER[0],
+            SCHEDULER[1]
+        ]),
+        want
+    );
     // The policy is `armadaproject.io/v1beta1`: without `--engine` its dialect picks upstream.
-    assert_eq!(simulate(&["--categorizer", CATEGORIZER]), want);
+    assert_eq!(
+        simulate(&["--categorizer", CATEGORIZER, SCHEDULER[0], SCHEDULER[1]]),
+        want
+    );
     let design = json(&["--categorizer", CATEGORIZER, "--engine", "design"]);
     assert_eq!(design["summary"]["collisions"], 0);
     assert_eq!(design["summary"]["retries"], 5);
@@ -437,6 +454,8 @@ fn one_history_says_what_its_categorizer_changed() {
         CATEGORIZER,
         "--engine",
         "upstream",
+        SCHEDULER[0],
+        SCHEDULER[1],
     ]);
     assert!(
         out.ends_with(concat!(

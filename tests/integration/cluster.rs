@@ -113,9 +113,13 @@ priorityFactor: 1
 cordoned: true
 ";
 
-/// `retryctl serve` holding [`SAME_ON_A_SERVER`], and a user of it.
+/// `retryctl serve --dialect upstream` (the cluster's server is today's Armada) holding
+/// [`SAME_ON_A_SERVER`], and a user of it.
 fn same_on_a_server() -> (TestServer, Session) {
-    let server = TestServer::start();
+    let server = TestServer::start_config(retryctl::server::Config {
+        dialect: retryctl::wire::Dialect::Upstream,
+        ..retryctl::server::Config::new("127.0.0.1:0", retryctl::server::Location::InMemory)
+    });
     let session = Session::new(&server.url);
     let file = session.home.path().join("same.yaml");
     std::fs::write(&file, SAME_ON_A_SERVER).unwrap();
@@ -157,15 +161,8 @@ fn get_prints_what_the_cluster_stores_as_a_server_would() {
             }
         }
     }
-    // v1beta1, upstream's own layout, as from a server too.
-    let args = [
-        "rp",
-        "zeta-first",
-        "-o",
-        "yaml",
-        "--api-version",
-        "armadaproject.io/v1beta1",
-    ];
+    // The design dialect when asked for, as from a server too.
+    let args = ["rp", "zeta-first", "-o", "yaml", "--api-version", "armadaproject.io/v1"];
     let out = get(session.home.path(), &db, &args);
     let mut server_get = vec!["get"];
     server_get.extend(args);

@@ -102,7 +102,7 @@ const NOT_RUN: &[(&str, &str, &str)] = &[
     (
         "docs/categorizer.md",
         "$ retryctl apply -f ml.yaml --categorizer current/executor.yaml",
-        "the README route's files and an Armada to write to; tests/integration/suggest_cluster.rs runs apply --categorizer against a real `retryctl serve` (apply_refuses_a_policy_before_its_categories_are_rolled_out)",
+        "the README route's files and an Armada to write to; tests/integration/route.rs runs it on the route's files against a real `retryctl serve` and compares its output with the block",
     ),
     (
         "docs/watch.md",

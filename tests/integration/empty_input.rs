@@ -86,6 +86,9 @@ fn suggest_allow_empty_writes_the_answer_of_no_job_in_every_format() {
         "--history",
         history.as_str(),
         "--allow-empty",
+        // Its subject is the empty input, not the scheduler's defaults.
+        crate::support::UPSTREAM_SCHEDULER[0],
+        crate::support::UPSTREAM_SCHEDULER[1],
     ];
     let with = |extra: &[&str]| {
         let mut args = base.to_vec();

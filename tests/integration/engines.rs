@@ -11,6 +11,10 @@ use crate::support::{format_output, retryctl, root, temp_home};
 
 const POLICIES: &str = "testdata/histories/upstream/policies";
 
+/// What an upstream replay without `--scheduler-config` says on stderr (docs/engines.md "The
+/// scheduler's settings").
+pub(crate) const SHIPPED: &str = "scheduler: upstream's shipped defaults: globalMaxRetries 5, maxRetries 3 (4 attempts); the retry engine assumed enabled: pass --scheduler-config";
+
 fn simulate(home: &Path, engine: &str, history: &Path, extra: &[&str]) -> Output {
     retryctl(home)
         .args(["simulate", "-f", POLICIES, "--engine", engine])
@@ -35,11 +39,12 @@ fn every_upstream_table_case_meets_its_expectations() {
             path.display(),
             format_output(&out)
         );
-        assert!(
-            out.stderr.is_empty(),
-            "{}: {}",
-            path.display(),
-            String::from_utf8_lossy(&out.stderr)
+        // Replayed under today's Armada's scheduler as upstream ships it, said once.
+        assert_eq!(
+            String::from_utf8_lossy(&out.stderr),
+            format!("{SHIPPED}\n"),
+            "{}",
+            path.display()
         );
     }
     assert!(count >= 25, "only {count} upstream histories");
@@ -361,4 +366,170 @@ fn upstream_avoidance_grows_with_returned_leases_and_persists() {
         row.contains("3 of 10") && row.contains("3 of 3") && row.ends_with(" n1,n2,n3"),
         "{row}"
     );
+}
+
+/// Today's Armada's defaults: without `--scheduler-config` the upstream engine replays with
+/// what upstream ships (`globalMaxRetries: 5`, `maxRetries: 3`: 4 attempts) and says so once
+/// on stderr; a config file that states them gives the same replay and says nothing;
+/// `--global-max-retries` is said as given; the design engine keeps the design's 20 (and 5
+/// attempts on the legacy path), and says nothing.
+#[test]
+fn without_a_scheduler_config_upstream_replays_with_what_upstream_ships() {
+    let home = temp_home();
+    let history = root().join("testdata/histories/upstream/shipped-defaults.yaml");
+    let run = |extra: &[&str]| simulate(home.path(), "upstream", &history, extra);
+    let shipped = run(&[]);
+    let table = |job: &str, rows: &str| {
+        format!(
+            "job {job}\n  queue:     q-retry-10\n  engine:    upstream (Armada today: categories only, preemption ends the job, no backoff)\n  \
+             policies:  retry-10 (upstream evaluates only the queue's first policy)\n  global:    at most 5 retries per job (globalMaxRetries)\n{rows}\n\n"
+        )
+    };
+    let capped = (0..5)
+        .map(|k| {
+            format!(
+                "  {k}     armada-capped-0   n1     T+0s        failed (no signal)   retry-10/default   {n} of 10        {n} of 5        retry               0s      T+0s          -\n",
+                n = k + 1
+            )
+        })
+        .collect::<String>();
+    let said = (0..5)
+        .map(|k| {
+            format!(
+                "  run {k}: no rule matched, using default action: retry {} of 10 (policy retry-10/default)\n",
+                k + 1
+            )
+        })
+        .collect::<String>();
+    let want = [
+        table(
+            "capped",
+            &format!(
+                "  RUN   POD               NODE   FAILED AT   FAILURE              RULE               RULE RETRIES   JOB RETRIES   DECISION            DELAY   ELIGIBLE AT   AVOID NODES\n\
+                 {capped}  5     armada-capped-0   n1     T+0s        failed (no signal)   -                  5 of 10        5 of 5        fail_global_limit   -       -             -\n\
+                 \n\
+                 {said}  run 5: global max retries exceeded (5/5)\n  outcome: Failed permanently at run 5: global max retries exceeded (5/5)"
+            ),
+        ),
+        table(
+            "returned",
+            "  RUN   POD                 NODE   FAILED AT   FAILURE          RULE   RULE RETRIES   JOB RETRIES   DECISION         DELAY   ELIGIBLE AT   AVOID NODES\n  \
+             0     armada-returned-0   n1     T+0s        lease returned   -      -              0 of 5        lease_returned   0s      T+0s          n1\n  \
+             1     armada-returned-0   n2     T+0s        lease returned   -      -              0 of 5        lease_returned   0s      T+0s          n1,n2\n  \
+             2     armada-returned-0   n3     T+0s        lease returned   -      -              0 of 5        lease_returned   0s      T+0s          n1,n2,n3\n  \
+             3     armada-returned-0   n4     T+0s        lease returned   -      -              0 of 5        legacy_fail      -       -             n1,n2,n3\n\n  \
+             run 0: lease returned before the run started: requeued, no budget used\n  \
+             run 1: lease returned before the run started: requeued, no budget used\n  \
+             run 2: lease returned before the run started: requeued, no budget used\n  \
+             run 3: no retry policy applies: a failed run is final, and a returned lease only requeues below maxAttemptedRuns 4 (legacy, attempt 4)\n  \
+             outcome: Failed permanently at run 3: no retry policy applies: a failed run is final, and a returned lease only requeues below maxAttemptedRuns 4 (legacy, attempt 4)",
+        ),
+    ]
+    .concat();
+    let summary = "summary\n  jobs:      2 (10 runs)\n  outcomes:  0 succeeded, 2 failed, 0 cancelled, 0 pending\n  \
+                   retries:   5 granted, 0s total delay added\n  compute:   0s recorded\n  \
+                   POLICY/RULE           RETRIES GRANTED   PERMANENT FAILURES\n  \
+                   (fail_global_limit)   0                 1\n  (legacy_fail)         0                 1\n  \
+                   retry-10/default      5                 0\n  \
+                   decisions: retry 5, fail_global_limit 1, legacy_fail 1, lease_returned 3\n  expectations: all met\n";
+    assert_eq!(
+        format_output(&shipped),
+        format!("exit: 0\n--- stdout\n{want}{summary}--- stderr\n{SHIPPED}\n")
+    );
+    // The same values written out: the same replay, nothing assumed.
+    let written = run(&crate::support::UPSTREAM_SCHEDULER);
+    assert_eq!(
+        format_output(&written),
+        format_output(&shipped).replace(&format!("{SHIPPED}\n"), "")
+    );
+    // A partial config: what it leaves out is what upstream ships, as a deployed one overlays it.
+    let partial = home.path().join("scheduler.yaml");
+    std::fs::write(&partial, "scheduling:\n  retryPolicy:\n    enabled: true\n").unwrap();
+    let partial = run(&["--scheduler-config", partial.to_str().unwrap()]);
+    assert_eq!(format_output(&partial), format_output(&written));
+    // A cap given on the command line is said as given.
+    let six = run(&["--global-max-retries", "6"]);
+    assert_eq!(
+        String::from_utf8_lossy(&six.stderr).lines().next(),
+        Some("scheduler: upstream's shipped defaults: globalMaxRetries 6 (--global-max-retries), maxRetries 3 (4 attempts); the retry engine assumed enabled: pass --scheduler-config")
+    );
+    // The design engine: the design's 20, 5 legacy attempts (the fourth return is requeued).
+    let design = simulate(home.path(), "design", &history, &[]);
+    let stdout = String::from_utf8_lossy(&design.stdout);
+    assert_eq!(
+        stdout
+            .matches("  global:    at most 20 retries per job (globalMaxRetries)\n")
+            .count(),
+        2,
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("  outcomes:  0 succeeded, 0 failed, 0 cancelled, 2 pending\n"),
+        "{stdout}"
+    );
+    assert!(!String::from_utf8_lossy(&design.stderr).contains("scheduler:"));
+}
+
+/// Every replay verb says once what it assumed of today's scheduler: `tune` and `suggest` as
+/// `simulate`, and a sharded run's `merge` as one process does; none says it given a config.
+#[test]
+fn every_replay_verb_says_the_scheduler_settings_it_assumed() {
+    let home = temp_home();
+    let dir = home.path();
+    let history = root().join("testdata/histories/upstream/shipped-defaults.yaml");
+    let history = history.to_str().unwrap();
+    let policies = root().join(POLICIES);
+    let policies = policies.to_str().unwrap();
+    let tune = [
+        "tune",
+        "-f",
+        policies,
+        "--history",
+        history,
+        "--vary",
+        "retry-10:retryLimit=1..2",
+    ];
+    let suggest = [
+        "suggest",
+        "--history",
+        history,
+        "--baseline",
+        policies,
+        "--queue",
+        "q-retry-10",
+    ];
+    let simulate = ["simulate", "-f", policies, "--history", history];
+    for verb in [&tune[..], &suggest, &simulate] {
+        let out = retryctl(dir).args(verb).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(stderr.matches(SHIPPED).count(), 1, "{verb:?}: {stderr}");
+        assert!(stderr.starts_with(SHIPPED), "{verb:?}: {stderr}");
+        let given = retryctl(dir)
+            .args(verb)
+            .args(crate::support::UPSTREAM_SCHEDULER)
+            .output()
+            .unwrap();
+        assert!(
+            !String::from_utf8_lossy(&given.stderr).contains("scheduler:"),
+            "{verb:?}"
+        );
+    }
+    for verb in [&tune[..], &simulate] {
+        let whole = retryctl(dir).args(verb).output().unwrap();
+        let mut partials = Vec::new();
+        for i in 0..2 {
+            let shard = format!("{i}/2");
+            let out = retryctl(dir)
+                .args(verb)
+                .args(["--shard", &shard, "-o", "partial"])
+                .output()
+                .unwrap();
+            assert_eq!(out.status.code(), Some(0), "{}", format_output(&out));
+            let part = dir.join(format!("{}-{i}.json", verb[0]));
+            std::fs::write(&part, &out.stdout).unwrap();
+            partials.push(part);
+        }
+        let merged = retryctl(dir).arg("merge").args(&partials).output().unwrap();
+        assert_eq!(format_output(&merged), format_output(&whole), "{verb:?}");
+    }
 }

@@ -348,7 +348,12 @@ fn retryctl_over_grpc_against_upstreams_servicers_prints_what_rest_prints() {
     let home = temp_home();
     let config = armadactl_config(home.path(), &addr, "    forceNoTls: true\n");
     let grpc = |args: &[&str]| run(home.path(), &config, &addr, args);
-    let srv = TestServer::start();
+    // Today's Armada over REST too (`serve --dialect upstream`): `get -o yaml` prints each
+    // server's own dialect.
+    let srv = TestServer::start_config(retryctl::server::Config {
+        dialect: retryctl::wire::Dialect::Upstream,
+        ..retryctl::server::Config::new("127.0.0.1:0", retryctl::server::Location::InMemory)
+    });
     let rest = Session::new(&srv.url);
 
     assert_eq!(

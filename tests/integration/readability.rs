@@ -176,10 +176,11 @@ fn every_line_of_the_table_outputs_on_the_example_data_fits_160_characters() {
         0,
     );
     add(&[&["suggest"][..], &planted].concat(), 0);
+    // Today's Armada stores v1beta1: its baseline is the same policy in that dialect.
     add(
         &[
-            &["suggest"][..],
-            &planted,
+            &["suggest", "--history", "testdata/suggest/planted.jsonl"][..],
+            &["--baseline", "testdata/suggest/today-upstream.yaml"],
             &["--engine", "upstream"],
             &crate::suggest::ANY_CONTRADICTIONS,
         ]
@@ -237,7 +238,7 @@ fn the_upstream_category_changes_wrap_one_a_line() {
             "--history",
             "testdata/suggest/planted.jsonl",
             "--baseline",
-            "testdata/suggest/today.yaml",
+            "testdata/suggest/today-upstream.yaml",
             "--engine",
             "upstream",
             crate::suggest::ANY_CONTRADICTIONS[0],

@@ -234,12 +234,14 @@ fn the_readme_route_runs_as_written_on_a_week_of_todays_armada() {
     }
     let oom = proposed.iter().find(|c| c["name"] == "oom").unwrap();
     assert_eq!(oom["rules"][0]["hint"], "Increase the memory request");
-    // The proposal the README's runnable block shows is this one.
+    // The proposal the README's runnable block shows is this one, byte for byte: its
+    // comments (the evidence above each rule) too.
     assert_eq!(
-        documents(&root().join("testdata/route/suggested.yaml")),
-        suggested,
+        fs::read_to_string(root().join("testdata/route/suggested.yaml")).unwrap(),
+        text,
         "testdata/route/suggested.yaml is not what the route's suggest writes: write it again \
-         with `retryctl suggest --history {WEEK} --queue ml --baseline {CURRENT}/ -o policy`"
+         with the route's `{}` in a directory holding `{WEEK}` as `week.jsonl` and `{CURRENT}/` as `current/`",
+        suggest.line
     );
 
     // tune: a recommendation, and the pick the README says.
@@ -270,13 +272,22 @@ fn the_readme_route_runs_as_written_on_a_week_of_todays_armada() {
             .unwrap_or_else(|| panic!("no candidate {id}: {t}"))
             .clone()
     };
+    let limit = policy["retryLimit"].as_u64().unwrap().to_string();
     let picked = match pick.flag("--pick") {
         Some("recommended") => recommended,
+        // The candidate whose varied value is the template's own: suggest's limit.
+        Some("template") => t["candidates"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["values"]["suggested:retryLimit"] == limit)
+            .unwrap_or_else(|| panic!("no candidate has suggest's limit {limit}: {t}"))["id"]
+            .as_u64()
+            .unwrap(),
         Some(id) => id.parse().unwrap(),
         None => panic!("`{}` picks no candidate", pick.line),
     };
     let candidate = by_id(picked);
-    let limit = policy["retryLimit"].as_u64().unwrap().to_string();
     if table.contains("\ndecided by estimates alone: ") {
         assert_eq!(
             candidate["values"]["suggested:retryLimit"], limit,
@@ -324,6 +335,22 @@ fn the_readme_route_runs_as_written_on_a_week_of_todays_armada() {
     };
     assert_eq!(get(&["retrypolicy", "suggested"]), expected);
     assert_eq!(get(&["queue", "ml"]), *queue);
+    // docs/categorizer.md "The two halves, in order": the picked policy applied before the
+    // executor's config is rolled out, refused with the words the guide shows.
+    let guide = fs::read_to_string(root().join("docs/categorizer.md")).unwrap();
+    let command = "$ retryctl apply -f ml.yaml --categorizer current/executor.yaml";
+    let block = crate::docs::ignored_block(&guide, command).expect("docs/categorizer.md shows the refusal");
+    let early = run(
+        dir,
+        &url,
+        &strings(&command[2..].split(' ').skip(1).collect::<Vec<_>>()),
+    );
+    assert_eq!(early.status.code(), Some(1), "{}", format_output(&early));
+    assert_eq!(
+        String::from_utf8(early.stderr).unwrap(),
+        block.output_of(command),
+        "docs/categorizer.md's refusal is not what `{command}` prints on the route's files"
+    );
     drop(server);
 
     // The applied policy against today: no job lost, the numbers tune printed for it. With
@@ -351,18 +378,31 @@ fn the_readme_route_runs_as_written_on_a_week_of_todays_armada() {
     }
 }
 
-/// The README's route as a script under `set -e` in a directory holding `current/` (made by
-/// `current`), against a Lookout database loaded with `week`: it must stop at suggest, exit 1,
-/// with `verdict` on stderr and suggest's output written whole; no pick, no validate, no apply.
-fn route_stops_at_suggest(name: &str, week: &str, current: impl FnOnce(&Path), verdict: &str) {
-    let Some(mut db) = pg::lookout_db(name) else { return };
+/// The README's route run as a script under `set -e` (then `echo the route went past suggest`)
+/// in a directory holding `current/` (made by `current`), against a Lookout database loaded
+/// with `week` and a `retryctl serve --dialect upstream` holding `current/`'s policies.
+/// `None` when no PostgreSQL can be started (the test is skipped, named).
+struct RouteRun {
+    out: Output,
+    dir: tempfile::TempDir,
+    server: crate::serve_process::Proc,
+}
+
+fn route_script(name: &str, week: &str, current: impl FnOnce(&Path)) -> Option<RouteRun> {
+    let mut db = pg::lookout_db(name)?;
     let deployed = fs::read_to_string(root().join(CURRENT).join("executor.yaml")).unwrap();
     lookout_rows::load(&mut db, week, &deployed);
     let dir = tempfile::tempdir().unwrap();
-    let dir = dir.path();
-    fs::create_dir(dir.join("current")).unwrap();
-    current(&dir.join("current"));
+    fs::create_dir(dir.path().join("current")).unwrap();
+    current(&dir.path().join("current"));
     let server = crate::serve_process::spawn(&["--listen", "127.0.0.1:0", "--in-memory", "--dialect", "upstream"]);
+    // What the cluster runs today is on the server: the queue the route applies lists it.
+    let today = run(
+        dir.path(),
+        &server.url,
+        &strings(&["apply", "-f", "current/policies.yaml"]),
+    );
+    assert_eq!(today.status.code(), Some(0), "{}", format_output(&today));
     let script = format!("set -e\n{}\necho the route went past suggest\n", route().join("\n"));
     let bin = assert_cmd::cargo::cargo_bin("retryctl");
     let path = format!("{}:/usr/bin:/bin", bin.parent().unwrap().display());
@@ -370,7 +410,7 @@ fn route_stops_at_suggest(name: &str, week: &str, current: impl FnOnce(&Path), v
     let out = std::process::Command::new("bash")
         .arg("-c")
         .arg(&script)
-        .current_dir(dir)
+        .current_dir(dir.path())
         .env_clear()
         .env("PATH", path)
         .env("HOME", home.path())
@@ -378,6 +418,17 @@ fn route_stops_at_suggest(name: &str, week: &str, current: impl FnOnce(&Path), v
         .env("ARMADA_URL", &server.url)
         .output()
         .unwrap();
+    Some(RouteRun { out, dir, server })
+}
+
+/// The README's route as a script under `set -e` on `week` with `current/` made by `current`:
+/// it must stop at suggest, exit 1, with `verdict` on stderr and suggest's output written
+/// whole; no pick, no validate, no apply.
+fn route_stops_at_suggest(name: &str, week: &str, current: impl FnOnce(&Path), verdict: &str) {
+    let Some(RouteRun { out, dir, server }) = route_script(name, week, current) else {
+        return;
+    };
+    let dir = dir.path();
     assert_eq!(out.status.code(), Some(1), "{}", format_output(&out));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -391,6 +442,129 @@ fn route_stops_at_suggest(name: &str, week: &str, current: impl FnOnce(&Path), v
         "{suggested}"
     );
     assert!(!dir.join("ml.yaml").exists());
+    drop(server);
+}
+
+/// The route's week as a cluster at `retryLimit: 5` records it: every job the week's record
+/// ends with a failed run gets that run twice more, and then keeps the runs the upstream
+/// engine starts under `current` (what scripts/gen-route-week.py does with the planted
+/// runs): no run past what today's policy starts, none it starts missing.
+fn week_under(current: &Path, week: &str) -> String {
+    let mut draft = String::new();
+    for line in week.lines() {
+        let mut job: Value = serde_json::from_str(line).unwrap();
+        let runs = job["runs"].as_array_mut().unwrap();
+        let last = runs.last().unwrap().clone();
+        if last["outcome"] != "succeeded" {
+            runs.extend([last.clone(), last]);
+        }
+        draft.push_str(&format!("{job}\n"));
+    }
+    let home = temp_home();
+    let path = home.path().join("draft.jsonl");
+    fs::write(&path, &draft).unwrap();
+    let arg = |f: &str| current.join(f).display().to_string();
+    let replayed = retryctl(home.path())
+        .args(["simulate", "-f", &arg("policies.yaml"), "-f", &arg("queues.yaml")])
+        .args(["--categorizer", &arg("executor.yaml"), "--engine", "upstream"])
+        .args(["--scheduler-config", &arg("scheduler.yaml")])
+        .arg("--history")
+        .arg(&path)
+        .args(["-o", "jsonl"])
+        .output()
+        .unwrap();
+    assert_eq!(replayed.status.code(), Some(0), "{}", format_output(&replayed));
+    let started: Vec<usize> = String::from_utf8(replayed.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["runs"]
+                .as_array()
+                .unwrap()
+                .len()
+        })
+        .collect();
+    let mut out = String::new();
+    for (line, n) in draft.lines().zip(started) {
+        let mut job: Value = serde_json::from_str(line).unwrap();
+        job["runs"].as_array_mut().unwrap().truncate(n);
+        out.push_str(&format!("{job}\n"));
+    }
+    out
+}
+
+/// No number to copy: on a week of a cluster whose policy retries up to 5 times, suggest's
+/// proposal keeps `retryLimit: 5`, and the README's route, run as written under `set -e`,
+/// picks that candidate (`--pick template`) and applies limit 5, where a limit typed by hand
+/// (the route's `3`) would have cut it.
+#[test]
+fn the_readme_route_applies_suggest_s_own_limit_on_a_week_at_limit_5() {
+    let current = tempfile::tempdir().unwrap();
+    let make_current = |dir: &Path| {
+        for f in ["queues.yaml", "executor.yaml"] {
+            fs::copy(root().join(CURRENT).join(f), dir.join(f)).unwrap();
+        }
+        let policies = fs::read_to_string(root().join(CURRENT).join("policies.yaml")).unwrap();
+        assert!(policies.contains("retryLimit: 3\n"), "{policies}");
+        fs::write(
+            dir.join("policies.yaml"),
+            policies.replace("retryLimit: 3\n", "retryLimit: 5\n"),
+        )
+        .unwrap();
+    };
+    make_current(current.path());
+    // Today's Armada's scheduler as it runs: the engine on, a cap above the policy's limit.
+    fs::write(
+        current.path().join("scheduler.yaml"),
+        "scheduling:\n  maxRetries: 3\n  retryPolicy:\n    enabled: true\n    globalMaxRetries: 5\n",
+    )
+    .unwrap();
+    let week = week_under(current.path(), &fs::read_to_string(root().join(WEEK)).unwrap());
+    let deepest = week
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["runs"]
+                .as_array()
+                .unwrap()
+                .len()
+        })
+        .max();
+    assert_eq!(deepest, Some(6), "the week holds jobs retried 5 times");
+    let Some(RouteRun { out, dir, server }) = route_script("route_limit_5", &week, make_current) else {
+        return;
+    };
+    assert_eq!(out.status.code(), Some(0), "{}", format_output(&out));
+    assert!(String::from_utf8_lossy(&out.stdout).ends_with("the route went past suggest\n"));
+    let limit = |text: &str| -> Vec<String> {
+        text.lines()
+            .filter(|l| l.starts_with("retryLimit: "))
+            .map(str::to_string)
+            .collect()
+    };
+    let suggested = fs::read_to_string(dir.path().join("suggested.yaml")).unwrap();
+    assert!(
+        suggested.starts_with("# verdict: adopt (a change worth making): "),
+        "{suggested}"
+    );
+    assert_eq!(limit(&suggested), ["retryLimit: 5"], "{suggested}");
+    let picked = fs::read_to_string(dir.path().join("ml.yaml")).unwrap();
+    assert_eq!(limit(&picked), ["retryLimit: 5"], "{picked}");
+    let get = run(
+        dir.path(),
+        &server.url,
+        &strings(&[
+            "get",
+            "retrypolicy",
+            "suggested",
+            "-o",
+            "json",
+            "--api-version",
+            "armadaproject.io/v1beta1",
+        ]),
+    );
+    assert_eq!(get.status.code(), Some(0), "{}", format_output(&get));
+    let applied: Value = serde_json::from_slice(&get.stdout).unwrap();
+    assert_eq!(applied["retryLimit"], 5, "{applied}");
     drop(server);
 }
 
@@ -543,9 +717,12 @@ fn a_baseline_that_retries_more_than_the_cluster_did_does_not_explain_the_week()
     );
     assert_eq!(plain.status.code(), Some(0), "{}", format_output(&plain));
     let err = String::from_utf8(plain.stderr).unwrap();
+    // After the scheduler's assumed settings, said once first.
     assert!(
         err.starts_with(
-            "warning: job `01m7ea73t8qcegbqvhrhp5rvf5`: history contradicts the decisions: the record ends it after run 3; \
+            "scheduler: upstream's shipped defaults: globalMaxRetries 5, maxRetries 3 (4 attempts); \
+             the retry engine assumed enabled: pass --scheduler-config\n\
+             warning: job `01m7ea73t8qcegbqvhrhp5rvf5`: history contradicts the decisions: the record ends it after run 3; \
              today's policy runs it again\n"
         ),
         "{err}"

@@ -196,16 +196,11 @@ call(lambda: rp.GetRetryPolicy(pb.RetryPolicyGetRequest(name="p1")))
             r#"{"retryPolicies":[{"name":"p1","defaultAction":"Retry","rules":[{"action":"Retry","onCategory":"oom"}]}]}"#.into()
         )
     );
-    // The CLI's own gRPC client reads it as upstream Armada's: an absent limit is 0.
+    // The CLI's own gRPC client reads it as upstream Armada's: an absent limit is 0 (shown in
+    // v1beta1, today's Armada's dialect).
     let s = Session::new(&format!("grpc://{addr}"));
     assert_eq!(
-        s.ok(&[
-            "get",
-            "rp",
-            "p1",
-            "-o",
-            "jsonpath={.spec.retryLimit} {.spec.defaultAction}"
-        ]),
+        s.ok(&["get", "rp", "p1", "-o", "jsonpath={.retryLimit} {.defaultAction}"]),
         "0 Retry"
     );
 }
@@ -259,4 +254,57 @@ fn a_v1_document_upstream_refuses_is_exit_3_against_the_real_server() {
     let validate = s.run(&["validate", "--upstream", "-f", file]);
     assert!(validate.starts_with("exit: 3\n"), "{validate}");
     assert_eq!(s.ok(&["get", "rp", "-o", "name"]), "");
+}
+
+/// `get -o yaml` from today's Armada writes what it stores: v1beta1 policies (and queues)
+/// without `--api-version`, which `current/` then holds as the README's route wants; the
+/// design dialect when asked for; a design server's default is unchanged (v1).
+#[test]
+fn get_yaml_from_today_s_armada_is_v1beta1_unless_asked_otherwise() {
+    let policy = "apiVersion: armadaproject.io/v1beta1\nkind: RetryPolicy\nname: ml-today\nretryLimit: 3\ndefaultAction: Retry\nrules:\n  - {action: Retry, onCategory: oom}\n---\napiVersion: armadaproject.io/v1beta1\nkind: Queue\nname: ml\npriorityFactor: 1\nretryPolicies: [ml-today]\n";
+    let v1beta1 = "exit: 0\n--- stdout\napiVersion: v1\nkind: List\nitems:\n- apiVersion: armadaproject.io/v1beta1\n  kind: RetryPolicy\n  name: ml-today\n  retryLimit: 3\n  defaultAction: Retry\n  rules:\n  - action: Retry\n    onCategory: oom\n--- stderr\n";
+    let v1 = "exit: 0\n--- stdout\napiVersion: v1\nkind: List\nitems:\n- apiVersion: armadaproject.io/v1\n  kind: RetryPolicy\n  metadata:\n    name: ml-today\n  spec:\n    retryLimit: 3\n    defaultAction: Retry\n    rules:\n    - action: Retry\n      onFailureCategory:\n      - oom\n--- stderr\n";
+    let queues = "exit: 0\n--- stdout\napiVersion: v1\nkind: List\nitems:\n- apiVersion: armadaproject.io/v1beta1\n  kind: Queue\n  name: ml\n  priorityFactor: 1.0\n  retryPolicies:\n  - ml-today\n--- stderr\n";
+    let today = upstream();
+    let s = Session::new(&today.url);
+    s.run_stdin(&["apply", "-f", "-"], policy);
+    assert_eq!(s.run(&["get", "retrypolicies", "-o", "yaml"]), v1beta1);
+    assert_eq!(s.run(&["get", "queues", "-o", "yaml"]), queues);
+    assert_eq!(
+        s.run(&["get", "rp", "ml-today", "-o", "jsonpath={.apiVersion}"]),
+        "exit: 0\n--- stdout\narmadaproject.io/v1beta1--- stderr\n"
+    );
+    assert_eq!(
+        s.run(&[
+            "get",
+            "retrypolicies",
+            "-o",
+            "yaml",
+            "--api-version",
+            "armadaproject.io/v1"
+        ]),
+        v1
+    );
+    // What it wrote applies back unchanged.
+    let written = s.ok(&["get", "retrypolicies", "-o", "yaml"]);
+    assert_eq!(
+        s.run_stdin(&["apply", "-f", "-"], &written),
+        "exit: 0\n--- stdout\nretrypolicy/ml-today unchanged\n--- stderr\n"
+    );
+    let design = TestServer::start();
+    let d = Session::new(&design.url);
+    d.run_stdin(&["apply", "-f", "-"], policy);
+    assert_eq!(d.run(&["get", "retrypolicies", "-o", "yaml"]), v1);
+    assert_eq!(d.run(&["get", "queues", "-o", "yaml"]), queues);
+    assert_eq!(
+        d.run(&[
+            "get",
+            "retrypolicies",
+            "-o",
+            "yaml",
+            "--api-version",
+            "armadaproject.io/v1beta1"
+        ]),
+        v1beta1
+    );
 }

@@ -848,3 +848,70 @@ fn the_backtest_is_simulate_on_the_later_jobs_alone() {
         b["gpuHoursSaved"]
     );
 }
+
+/// A CUDA error retried on its own node (`n1`) or another (`n2`): `same` and `other` are
+/// (trials, successes) of those first retries; a job whose retry fails ends there.
+fn node_history(dir: &Path, name: &str, same: (u64, u64), other: (u64, u64)) -> PathBuf {
+    let failed = |node: &str| json!({"node": node, "runFor": "60s", "containers": [{"name": "main", "exitCode": 139, "message": "CUDA error"}]});
+    let mut jobs = String::new();
+    let mut id = 0;
+    for (node, (trials, successes)) in [("n1", same), ("n2", other)] {
+        for k in 0..trials {
+            let retry = if k < successes {
+                json!({"node": node, "runFor": "60s", "outcome": "succeeded"})
+            } else {
+                failed(node)
+            };
+            jobs.push_str(&format!(
+                "{}\n",
+                json!({"job": {"id": format!("j{id}"), "queue": "ml"}, "runs": [failed("n1"), retry]})
+            ));
+            id += 1;
+        }
+    }
+    let path = dir.join(name);
+    std::fs::write(&path, jobs).unwrap();
+    path
+}
+
+/// `avoidSameNode` when it matters: a retry on another node must succeed at least 10 points
+/// more often than one on the same node, and significantly so. 56% against 50% on 2,000
+/// trials each is significant but 6 points: no `avoidSameNode`; 80% against 20% is proposed.
+#[test]
+fn avoid_same_node_needs_ten_points_more_on_another_node() {
+    let home = temp_home();
+    let table = |history: &Path| {
+        let out = run(home.path(), &["suggest", "--history", history.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(0), "{}", crate::support::format_output(&out));
+        let text = String::from_utf8(out.stdout).unwrap();
+        text.lines().skip(3).take(2).collect::<Vec<_>>().join("\n")
+    };
+    let rules = |history: &Path| {
+        let out = run(
+            home.path(),
+            &["suggest", "--history", history.to_str().unwrap(), "-o", "json"],
+        );
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        v["suggest"]["proposal"]["rules"].clone()
+    };
+    let small = node_history(home.path(), "small.jsonl", (2000, 1000), (2000, 1120));
+    assert_eq!(
+        table(&small),
+        "SIGNATURE                   RUNS  TRIALS  RETRY SUCCESS (95%)  GPU-H  TODAY                              PROPOSED\n\
+         exit:139@main \"CUDA error\"  5880  4000    53.0% (51.5–54.5%)   0.0    Fail: no policy (the legacy path)  Retry ×1"
+    );
+    assert_eq!(
+        rules(&small),
+        json!([{"signature": "exit:139@main \"CUDA error\"", "action": "Retry", "limit": 1, "avoidSameNode": false}])
+    );
+    let large = node_history(home.path(), "large.jsonl", (40, 8), (40, 32));
+    assert_eq!(
+        table(&large),
+        "SIGNATURE                   RUNS  TRIALS  RETRY SUCCESS (95%)  GPU-H  TODAY                              PROPOSED\n\
+         exit:139@main \"CUDA error\"  120   80      50.0% (39.3–60.7%)   0.0    Fail: no policy (the legacy path)  Retry ×1, other node"
+    );
+    assert_eq!(
+        rules(&large),
+        json!([{"signature": "exit:139@main \"CUDA error\"", "action": "Retry", "limit": 1, "avoidSameNode": true}])
+    );
+}

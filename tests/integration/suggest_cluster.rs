@@ -392,6 +392,86 @@ fn a_baseline_the_record_contradicts_rejects_and_recommends_nothing() {
     );
 }
 
+/// A rejected proposal is not applied by accident: `apply -f` of the file `suggest -o policy`
+/// wrote headed `# verdict: reject` refuses (exit 1) with the verdict's reasons and sends
+/// nothing (a `get` after it lists today's policies alone), dry run, `--categorizer` or not;
+/// `--force` applies it, saying so.
+#[test]
+fn apply_refuses_a_proposal_suggest_rejected_unless_forced() {
+    let home = temp_home();
+    let dir = home.path();
+    let (current, week) = (two_queues(dir, false), two_queue_week(dir));
+    let config = dir.join("executor-suggested.yaml");
+    let suggest = suggest_ml(
+        dir,
+        &week,
+        &current,
+        &["-o", "policy", "--executor-config", config.to_str().unwrap()],
+    );
+    assert_eq!(suggest.status.code(), Some(1), "{}", format_output(&suggest));
+    std::fs::write(dir.join("suggested.yaml"), &suggest.stdout).unwrap();
+    let server = crate::serve_process::spawn(&["--listen", "127.0.0.1:0", "--in-memory", "--dialect", "upstream"]);
+    let run = |args: &[&str]| {
+        retryctl(dir)
+            .current_dir(dir)
+            .env("ARMADA_URL", &server.url)
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let today = run(&["apply", "-f", &format!("{current}policies.yaml")]);
+    assert_eq!(today.status.code(), Some(0), "{}", format_output(&today));
+    let policies = || {
+        let get = run(&["get", "retrypolicies"]);
+        assert_eq!(get.status.code(), Some(0), "{}", format_output(&get));
+        String::from_utf8(get.stdout).unwrap()
+    };
+    let before = policies();
+    assert_eq!(
+        before,
+        "NAME          RETRY LIMIT   DEFAULT   RULES\nbatch-today   3             Fail      1\nml-today      3             Retry     2\n"
+    );
+    let refused = "note: skipped `suggested.yaml` document 1: the executor's categorizer config is not a server resource; it goes in the executor's config (`errorCategories`)\n\
+        error: `suggested.yaml` is a proposal suggest rejected: loses 10 jobs of queue batch today's policy saves \
+        (`01m7zzbatch00`, `01m7zzbatch01`, `01m7zzbatch02`, `01m7zzbatch03`, `01m7zzbatch04` and 5 more); --force to apply it\n";
+    for args in [
+        &["apply", "-f", "suggested.yaml"][..],
+        &[
+            "apply",
+            "-f",
+            "suggested.yaml",
+            "--categorizer",
+            "executor-suggested.yaml",
+        ],
+        &["apply", "-f", "suggested.yaml", "--dry-run"],
+    ] {
+        let out = run(args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {}", format_output(&out));
+        assert_eq!(String::from_utf8_lossy(&out.stderr), refused, "{args:?}");
+        assert!(out.stdout.is_empty(), "{args:?}: {}", format_output(&out));
+        assert_eq!(policies(), before, "{args:?} wrote to the server");
+    }
+    let forced = run(&[
+        "apply",
+        "-f",
+        "suggested.yaml",
+        "--categorizer",
+        "executor-suggested.yaml",
+        "--force",
+    ]);
+    assert_eq!(forced.status.code(), Some(0), "{}", format_output(&forced));
+    assert_eq!(
+        String::from_utf8_lossy(&forced.stderr),
+        "note: skipped `suggested.yaml` document 1: the executor's categorizer config is not a server resource; it goes in the executor's config (`errorCategories`)\n\
+         warning: `suggested.yaml` is a proposal suggest rejected; applied as --force asks\n"
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&forced.stdout),
+        "retrypolicy/suggested created\nqueue/ml created\n"
+    );
+    drop(server);
+}
+
 /// The two halves, in order: a policy naming a category the executor's config does not
 /// assign is refused by `apply --categorizer` (exit 1, nothing sent) until the config that
 /// assigns it is the one given; `validate --upstream` says once that without one the
@@ -419,10 +499,12 @@ fn apply_refuses_a_policy_before_its_categories_are_rolled_out() {
     assert!(written.contains("application:\n  clusterId: ml-gpu-a\n"), "{written}");
     assert!(!written.contains("not a server resource"), "{written}");
     let server = crate::serve_process::spawn(&["--listen", "127.0.0.1:0", "--in-memory", "--dialect", "upstream"]);
+    // The proposal is rejected (the check of the test above): `--force` so that the categories
+    // are what is checked here.
     let apply = |categorizer: &str| {
         retryctl(dir)
             .env("ARMADA_URL", &server.url)
-            .args(["apply", "-f"])
+            .args(["apply", "--force", "-f"])
             .arg(&proposal)
             .args(["--categorizer", categorizer])
             .output()

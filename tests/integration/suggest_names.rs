@@ -60,6 +60,10 @@ fn suggest(home: &Path, history: &Path, engine: &str, extra: &[&str]) -> std::pr
         "--min-trials",
         "5",
     ];
+    if engine == "upstream" {
+        // The names are the subject here, not the scheduler's defaults.
+        args.extend(crate::support::UPSTREAM_SCHEDULER);
+    }
     args.extend_from_slice(extra);
     run(home, &args)
 }

@@ -61,9 +61,15 @@ fn an_upstream_proposal_with_the_deployed_categorizer_merges_to_one_process() {
         dir.path().join("executor.yaml"),
     )
     .unwrap();
+    // Today's policy as today's Armada stores it (v1beta1).
+    fs::copy(
+        root().join("testdata/suggest/today-upstream.yaml"),
+        dir.path().join("today-upstream.yaml"),
+    )
+    .unwrap();
     // Today's Armada never retries the planted preemptions: the shards' merge is the subject.
     let args = [
-        &SUGGEST[..],
+        &["suggest", "--history", "h.jsonl", "--baseline", "today-upstream.yaml"][..],
         &["--engine", "upstream", "--categorizer", "executor.yaml"],
         &crate::suggest::ANY_CONTRADICTIONS,
     ]

@@ -298,8 +298,9 @@ fn an_oom_rule_keeps_todays_memory_bump() {
     assert_eq!(out.status.code(), Some(0), "{}", crate::support::format_output(&out));
 }
 
-/// Upstream: a rule of today's that today's Armada cannot store (a design matcher) cannot be
-/// kept in a v1beta1 proposal: exit 2 naming it, nothing on stdout.
+/// Upstream: a baseline in the design dialect (here a rule today's Armada cannot store, a
+/// design matcher) is not what today's Armada runs: exit 2 naming the cause (the file's
+/// dialect) and the `get` that writes it right, nothing on stdout.
 #[test]
 fn a_design_rule_cannot_be_kept_in_an_upstream_proposal() {
     let home = temp_home();
@@ -322,14 +323,20 @@ fn a_design_rule_cannot_be_kept_in_an_upstream_proposal() {
             "upstream",
             "--baseline-engine",
             "design",
+            crate::support::UPSTREAM_SCHEDULER[0],
+            crate::support::UPSTREAM_SCHEDULER[1],
         ],
     );
     assert_eq!(out.status.code(), Some(2), "{}", crate::support::format_output(&out));
     assert!(out.stdout.is_empty());
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.starts_with("error: the baseline's rule `today/0` cannot be kept in a proposal for today's Armada: a v1beta1 rule matches a category only, and has no place for its onExitCodes, retryLimit\n"),
-        "{err}"
+    let today = path(&today);
+    assert_eq!(
+        err,
+        format!(
+            "error: `{today}` holds armadaproject.io/v1 documents (policy `today`), and the proposal is for today's Armada (`--engine upstream`): today's Armada stores v1beta1: get them with `retryctl get retrypolicies -o yaml --api-version armadaproject.io/v1beta1`\n\n\
+             hint: write `{today}` again from the cluster with `--api-version armadaproject.io/v1beta1` (`get retrypolicies` and `get queues`), or propose in the design dialect with `--engine design`\n"
+        )
     );
 }
 
@@ -590,6 +597,8 @@ fn without_the_deployed_categorizer_the_new_categories_are_not_a_complete_config
             "policy",
             ANY_CONTRADICTIONS[0],
             ANY_CONTRADICTIONS[1],
+            crate::support::UPSTREAM_SCHEDULER[0],
+            crate::support::UPSTREAM_SCHEDULER[1],
         ],
     );
     assert_eq!(out.status.code(), Some(0), "{}", crate::support::format_output(&out));
@@ -828,5 +837,84 @@ fn the_printed_commands_carry_the_gates_and_the_executor_config() {
             format!("Write the proposal:  retryctl suggest --history testdata/route/week.jsonl --queue ml --baseline testdata/route/current/ --max-contradictions 2% --skip-invalid -o policy --executor-config {} > suggested.yaml", path(&exec)),
             "Search its limits:   retryctl tune -f suggested.yaml --history testdata/route/week.jsonl --baseline testdata/route/current/ --max-contradictions 2% --skip-invalid --vary 'suggested:retryLimit=1..5'".to_string(),
         ]
+    );
+}
+
+/// The README's route given a `current/` in the design dialect (what `get -o yaml` wrote from
+/// today's Armada before it wrote v1beta1 by default): its executor's config says the cluster
+/// runs today's Armada, so the proposal is refused naming the cause and the fix (exit 2,
+/// nothing on stdout), as with `--engine upstream`; `--engine design` proposes in the design
+/// dialect all the same (rejected: that engine runs again the jobs the record ends).
+#[test]
+fn a_current_in_the_design_dialect_is_refused_for_today_s_armada() {
+    let home = temp_home();
+    let dir = home.path();
+    let current = dir.join("current");
+    std::fs::create_dir(&current).unwrap();
+    for f in ["queues.yaml", "executor.yaml"] {
+        std::fs::copy(root().join("testdata/route/current").join(f), current.join(f)).unwrap();
+    }
+    std::fs::write(
+        current.join("policies.yaml"),
+        "apiVersion: v1\nkind: List\nitems:\n- apiVersion: armadaproject.io/v1\n  kind: RetryPolicy\n  metadata:\n    name: ml-today\n  spec:\n    retryLimit: 3\n    defaultAction: Retry\n    rules:\n    - action: Retry\n      onFailureCategory: [oom]\n      mutate: {resources: {memory: {factor: 1.5}}}\n    - action: Retry\n      onFailureCategory: [app-42]\n",
+    )
+    .unwrap();
+    let week = root().join("testdata/route/week.jsonl");
+    let suggest = |extra: &[&str]| {
+        crate::support::retryctl(dir)
+            .current_dir(dir)
+            .args([
+                "suggest",
+                "--history",
+                week.to_str().unwrap(),
+                "--queue",
+                "ml",
+                "--baseline",
+                "current/",
+            ])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let hint = "\nhint: write `current/` again from the cluster with `--api-version armadaproject.io/v1beta1` (`get retrypolicies` and `get queues`), or propose in the design dialect with `--engine design`\n";
+    let refused = |why: &str| {
+        format!(
+            "exit: 2\n--- stdout\n--- stderr\nerror: `current/` holds armadaproject.io/v1 documents (policy `ml-today` in `current/policies.yaml`), and the proposal is for today's Armada ({why}): today's Armada stores v1beta1: get them with `retryctl get retrypolicies -o yaml --api-version armadaproject.io/v1beta1`\n{hint}"
+        )
+    };
+    assert_eq!(
+        crate::support::format_output(&suggest(&["-o", "policy"])),
+        refused("`current/executor.yaml` is an executor's config")
+    );
+    let upstream = suggest(&[
+        "-o",
+        "policy",
+        "--engine",
+        "upstream",
+        crate::support::UPSTREAM_SCHEDULER[0],
+        &root().join(crate::support::UPSTREAM_SCHEDULER[1]).display().to_string(),
+    ]);
+    assert_eq!(crate::support::format_output(&upstream), refused("`--engine upstream`"));
+    // Proposed, not refused: in the design dialect, whose engine runs again the 60 jobs the
+    // record ends at their preemption (`failed`), so the baseline does not explain the week
+    // and the verdict is reject (exit 1), the proposal written all the same.
+    let design = suggest(&["-o", "policy", "--engine", "design"]);
+    assert_eq!(
+        design.status.code(),
+        Some(1),
+        "{}",
+        crate::support::format_output(&design)
+    );
+    let proposal = String::from_utf8_lossy(&design.stdout);
+    assert!(
+        proposal.starts_with(
+            "# verdict: reject (do not adopt): the baseline does not explain the record: 60 jobs contradict it; \
+             is it what the cluster ran?\n"
+        ),
+        "{proposal}"
+    );
+    assert!(
+        proposal.contains("apiVersion: armadaproject.io/v1\nkind: RetryPolicy\n"),
+        "{proposal}"
     );
 }

@@ -208,8 +208,19 @@ fn refusals_say_what_is_wrong() {
             "error: invalid `--vary` `categorizer:categories[0].action`: field `categories` does not exist in the categorizer config `c.yaml`; its fields are `errorCategories`; did you mean `errorCategories.categories[0].action`?\n",
         ),
     ];
+    // The refusals are the subject, not the scheduler's defaults (said before them).
+    let scheduler = crate::support::root().join(crate::support::UPSTREAM_SCHEDULER[1]);
+    let scheduler = scheduler.to_str().unwrap();
     for (flags, want) in cases {
-        let mut args = vec!["tune", "-f", "p.yaml", "--history", "h.jsonl"];
+        let mut args = vec![
+            "tune",
+            "-f",
+            "p.yaml",
+            "--history",
+            "h.jsonl",
+            "--scheduler-config",
+            scheduler,
+        ];
         args.extend(flags);
         let out = run(dir.path(), &args);
         assert_eq!(out.status.code(), Some(2), "{flags:?}: {}", format_output(&out));

@@ -258,3 +258,50 @@ retryPolicies:
     let validated = strict(&file);
     assert_eq!(validated.status.code(), Some(0), "{}", format_output(&validated));
 }
+
+/// No number to copy: `--pick template` is the candidate whose varied values are the
+/// template's own as written (here `retryLimit: 3` and rule 1's `Fail`: candidate 5), with or
+/// without the search; when no vary lists the template's value, exit 1 and nothing written.
+#[test]
+fn pick_template_is_the_candidate_with_the_template_s_own_values() {
+    let dir = tempfile::tempdir().unwrap();
+    setup(dir.path());
+    let varies = [
+        "--vary",
+        "p:spec.retryLimit=1..3",
+        "--vary",
+        "p:spec.rules[1].action=Fail,Retry",
+    ];
+    let pick = |base: &[&str], id: &str| run(dir.path(), &[base, &varies[..], &["--pick", id, "-o", "yaml"]].concat());
+    let plain = ["tune", "-f", "t"];
+    let by_id = pick(&plain, "5");
+    assert_eq!(by_id.status.code(), Some(0), "{}", format_output(&by_id));
+    assert_eq!(format_output(&pick(&plain, "template")), format_output(&by_id));
+    let searched = [
+        "tune",
+        "-f",
+        "t",
+        "--baseline",
+        "old",
+        "--history",
+        "h.jsonl",
+        "--max-contradictions",
+        "100%",
+    ];
+    assert_eq!(
+        format_output(&pick(&searched, "template")),
+        format_output(&pick(&searched, "5"))
+    );
+    let refused = |vary: &str, said: &str| {
+        let out = run(
+            dir.path(),
+            &["tune", "-f", "t", "--vary", vary, "--pick", "template", "-o", "yaml"],
+        );
+        assert_eq!(
+            format_output(&out),
+            format!("exit: 1\n--- stdout\n--- stderr\nerror: `--pick template`: no candidate has the template's own values: the template {said}, a value its `--vary` does not list (add it, or pick a candidate by its id)\n")
+        );
+    };
+    refused("p:spec.retryLimit=1..2", "sets `p:spec.retryLimit` to `3`");
+    refused("p:spec.backoff.jitter=0.1,0.5", "leaves `p:spec.backoff.jitter` unset");
+}

@@ -114,11 +114,12 @@ impl Watch {
                 sink.lock().unwrap().push(line);
             }
         });
-        // Notes may come first (a state resumed); the start-up line names the address.
+        // Notes may come first (a state resumed, the scheduler's settings assumed); the
+        // start-up line names the address.
         let deadline = Instant::now() + LIMIT;
         let line = loop {
             match first.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
-                Ok(line) if line.starts_with("note: ") => continue,
+                Ok(line) if line.starts_with("note: ") || line.starts_with("scheduler: ") => continue,
                 Ok(line) => break line,
                 Err(_) => {
                     let _ = child.kill();
@@ -1072,4 +1073,26 @@ fn a_page_reads_its_span_and_only_the_jobs_its_keys_named() {
         }
     }
     assert_eq!(read, named);
+}
+
+/// watch's start-up log says which scheduler settings it assumed for today's Armada (the
+/// route's documents are v1beta1: the upstream engine), first, before the line naming its
+/// address; given `--scheduler-config`, nothing is assumed and nothing said.
+#[test]
+fn the_start_up_log_says_the_scheduler_settings_it_assumed() {
+    let home = temp_home();
+    let dead = format!("postgresql://lookout@127.0.0.1:{}/lookout", pg::free_port());
+    let w = Watch::start(home.path(), &dead, &state_file(home.path()), &[]);
+    // Every line before the start-up line is in the log by the time `start` returns.
+    let log = w.log();
+    assert_eq!(log.lines().next(), Some(crate::engines::SHIPPED), "{log}");
+    drop(w);
+    let given = Watch::start(
+        home.path(),
+        &dead,
+        &home.path().join("other.json"),
+        &crate::support::UPSTREAM_SCHEDULER,
+    );
+    let log = given.log();
+    assert!(!log.contains("scheduler:"), "{log}");
 }

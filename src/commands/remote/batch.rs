@@ -203,8 +203,22 @@ pub fn prepare(
     kinds: &[Kind],
     mode: Mode,
 ) -> anyhow::Result<Batch> {
-    let (mut items, skipped) = remote::load_seen(ctx, source, kinds)?;
-    order(&mut items, false);
+    let loaded = load(ctx, source, kinds)?;
+    connect(ctx, loaded, write, mode)
+}
+
+/// Loads the documents and orders them for writing: what a verb checks before it connects
+/// (`apply` refuses a rejected proposal here, having sent nothing).
+pub fn load(ctx: &mut Context, source: &FileSource, kinds: &[Kind]) -> anyhow::Result<remote::Loaded> {
+    let mut loaded = remote::load_seen(ctx, source, kinds)?;
+    order(&mut loaded.items, false);
+    Ok(loaded)
+}
+
+/// Connects (a dry run: when the server answers) and makes every check that must pass before
+/// anything of `loaded` is sent.
+pub fn connect(ctx: &mut Context, loaded: remote::Loaded, write: &WriteArgs, mode: Mode) -> anyhow::Result<Batch> {
+    let remote::Loaded { items, skipped, .. } = loaded;
     let dry = remote::dry_run(ctx, write.dry_run)?;
     let conn = if dry { probe(ctx)? } else { Some(remote::connect(ctx)?) };
     if let Some(conn) = &conn {

@@ -143,17 +143,23 @@ pub fn label(r: &Resource) -> String {
 /// Reads, decodes and validates every document of `source`. Any error anywhere: the full
 /// report on stderr and exit 3 before anything is sent, so a bad file never half-applies.
 pub fn load(ctx: &mut Context, source: &FileSource, kinds: &[Kind]) -> anyhow::Result<Vec<Item>> {
-    load_seen(ctx, source, kinds).map(|(items, _)| items)
+    load_seen(ctx, source, kinds).map(|loaded| loaded.items)
+}
+
+/// What `-f PATH...` gave: its documents, the files of its directories it did not read, and
+/// the comment each file read starts with.
+pub struct Loaded {
+    pub items: Vec<Item>,
+    pub skipped: Vec<input::Skipped>,
+    /// `(file, comment)` for every file whose first line is a comment (`input::SourceFile`'s
+    /// `head`): `suggest -o policy`'s verdict, which `apply` reads.
+    pub heads: Vec<(String, String)>,
 }
 
 /// [`load`], and the files of `source`'s directories it did not read, each said on stderr
 /// (a `beta.YAML`, a subdirectory's file without `-R`): a document the user took for given
 /// is never left out without a word.
-pub fn load_seen(
-    ctx: &mut Context,
-    source: &FileSource,
-    kinds: &[Kind],
-) -> anyhow::Result<(Vec<Item>, Vec<input::Skipped>)> {
+pub fn load_seen(ctx: &mut Context, source: &FileSource, kinds: &[Kind]) -> anyhow::Result<Loaded> {
     if source.files.is_empty() {
         return Err(CliError::usage("no input: pass one or more files or directories with `-f PATH`").into());
     }
@@ -184,7 +190,11 @@ pub fn load_seen(
         .into());
     }
     let mut items = Vec::new();
+    let mut heads = Vec::new();
     for f in files {
+        if let Some(head) = f.head {
+            heads.push((f.name.clone(), head));
+        }
         for d in f.documents {
             if let Some(resource) = d.resource {
                 items.push(Item {
@@ -198,7 +208,7 @@ pub fn load_seen(
     if items.is_empty() {
         return Err(CliError::invalid("no documents in the input: nothing to do").into());
     }
-    Ok((items, skipped))
+    Ok(Loaded { items, skipped, heads })
 }
 
 /// Checks names given on the command line before they reach a URL.

@@ -67,8 +67,7 @@ use crate::replay::summary::Summary;
 
 use serde::{Deserialize, Serialize};
 
-mod shards;
-pub use shards::merge;
+pub mod shards;
 
 pub fn run(ctx: &mut Context, args: &SimulateArgs) -> anyhow::Result<ExitCode> {
     let spec = check(args)?;
@@ -164,7 +163,7 @@ fn drive<S: HistorySource>(
     };
     // `--allow-empty` on a history with no job: the table is the summary of 0 jobs, whatever
     // the source (a YAML file or stdin would print one table per job: none).
-    let run = SimulateRun::new(args, sim, baseline.is_some(), from, source.bulk() || empty);
+    let run = SimulateRun::new(args, sides, sim, baseline.is_some(), from, source.bulk() || empty);
     let Ok(format) = Format::try_from(args.output) else {
         return write_partial(ctx, &run, sim, source, baseline, about, &options);
     };
@@ -230,10 +229,21 @@ pub struct SimulateRun {
     /// `--skip-invalid`: entries not replayed are counted and said, and exit 0.
     #[serde(default)]
     pub skip_invalid: bool,
+    /// What the replay assumed of the scheduler, said on stderr (`Settings::assumed`): the
+    /// merge says it again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scheduler: Option<String>,
 }
 
 impl SimulateRun {
-    fn new(args: &SimulateArgs, sim: &Simulator, compare: bool, from: Baseline, bulk: bool) -> SimulateRun {
+    fn new(
+        args: &SimulateArgs,
+        sides: &Sides,
+        sim: &Simulator,
+        compare: bool,
+        from: Baseline,
+        bulk: bool,
+    ) -> SimulateRun {
         SimulateRun {
             command: "simulate".into(),
             compare,
@@ -246,6 +256,7 @@ impl SimulateRun {
             given: sim.given().to_vec(),
             backtest_at: args.replay.backtest_at.clone(),
             skip_invalid: args.replay.skip_invalid,
+            scheduler: sides.settings.assumed(),
         }
     }
 

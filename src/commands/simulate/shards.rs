@@ -90,6 +90,11 @@ pub fn merge(ctx: &mut Context, args: &MergeArgs, partials: &mut [Partial]) -> a
         )
     };
     drop(sink);
+    // What the replay assumed of the scheduler, first, as one process says it; once every
+    // partial is read whole (a damaged one is said alone).
+    if let Some(note) = &run.scheduler {
+        writeln!(ctx.err, "{note}")?;
+    }
     ctx.err.write_all(&said)?;
     if let Some(refused) = refused {
         return Err(backtest_refused(&refused, run.backtest_at.as_deref()));

@@ -55,8 +55,9 @@ mod conclude;
 mod learn;
 mod next;
 mod proposal;
-mod shards;
-pub use shards::{merge, SuggestRun};
+mod run;
+pub mod shards;
+pub use run::SuggestRun;
 
 use learn::learn;
 
@@ -66,6 +67,7 @@ pub fn run(ctx: &mut Context, args: &SuggestArgs) -> anyhow::Result<ExitCode> {
     let Some(sides) = resolve(ctx, spec)? else {
         return Ok(ExitCode::InvalidInput);
     };
+    refuse_design_baseline(&sides)?;
     if let (Some(path), EngineKind::Design) = (&args.executor_config, sides.engine) {
         return Err(CliError::usage(format!(
             "`--executor-config {}`: a proposal for the design engine has no executor config of its own; it is written for today's Armada (`--engine upstream`)",
@@ -107,6 +109,60 @@ pub fn run(ctx: &mut Context, args: &SuggestArgs) -> anyhow::Result<ExitCode> {
         false => opened.end,
     };
     end.finish(ctx, done.code)
+}
+
+/// A baseline in the design dialect for a proposal for today's Armada (docs/suggest.md "On
+/// today's Armada"): `--engine upstream`, or without `--engine` the deployed categorizer an
+/// executor's config (`application.errorCategories`: only today's Armada runs one) beside
+/// `armadaproject.io/v1` policies, which is what `get -o yaml` of today's Armada wrote before
+/// it wrote v1beta1 by default. Today's Armada stores none of those: refused (exit 2, as a
+/// rule the proposal cannot keep is) naming the file and the `get` that writes it right,
+/// before it could end in a rule the proposal cannot keep or a proposal in the wrong
+/// dialect.
+fn refuse_design_baseline(sides: &Sides) -> Result<(), CliError> {
+    let executor = sides.baseline.categorizer.as_ref().filter(|c| {
+        crate::model::categorizer::shape_of(&c.file.document.node) == Some(crate::model::categorizer::Shape::Executor)
+    });
+    let why = match (sides.spec.engine, executor) {
+        (Some(EngineKind::Upstream), _) => "`--engine upstream`".to_string(),
+        (None, Some(c)) => format!("`{}` is an executor's config", crate::diag::shown(&c.file.name)),
+        _ => return Ok(()),
+    };
+    let found = sides.baseline.files.iter().find_map(|f| {
+        f.documents
+            .iter()
+            .find(|d| {
+                d.kind == Some(crate::model::Kind::RetryPolicy) && d.api_version == Some(crate::model::ApiVersion::V1)
+            })
+            .map(|d| (f, d))
+    });
+    let Some((file, doc)) = found else {
+        return Ok(());
+    };
+    // The `--baseline` path as typed that holds the file (`current/`), else the file.
+    let given = sides
+        .spec
+        .baseline
+        .iter()
+        .find(|p| std::path::Path::new(&file.name).starts_with(p))
+        .map_or_else(|| file.name.clone(), |p| p.display().to_string());
+    let policy = format!(
+        "policy `{}`",
+        crate::diag::shown(doc.name.as_deref().unwrap_or_default())
+    );
+    let which = if given == file.name {
+        policy
+    } else {
+        format!("{policy} in `{}`", crate::diag::shown(&file.name))
+    };
+    Err(CliError::usage(format!(
+        "`{}` holds armadaproject.io/v1 documents ({which}), and the proposal is for today's Armada ({why}): today's Armada stores v1beta1: get them with `retryctl get retrypolicies -o yaml --api-version armadaproject.io/v1beta1`",
+        crate::diag::shown(&given),
+    ))
+    .with_hint(format!(
+        "write `{}` again from the cluster with `--api-version armadaproject.io/v1beta1` (`get retrypolicies` and `get queues`), or propose in the design dialect with `--engine design`",
+        crate::diag::shown(&given)
+    )))
 }
 
 /// The checks of suggest's flags before anything is read (`--emit` makes them too, in the

@@ -1,72 +1,25 @@
 //! A sharded `suggest` (docs/past-one-machine.md): what a shard's partial records of its
-//! pass 1 ([`SuggestRun`], and `suggest::learn::ShardLearning`), the shards' pass 1 folded in the source's order
+//! pass 1 (`SuggestRun`, and `suggest::learn::ShardLearning`), the shards' pass 1 folded in the source's order
 //! ([`SuggestFold`]), and `merge`'s end of it ([`merge`]): the inputs loaded again and found
 //! unchanged, then the rest as one process does it (`Suggest::conclude`). Must not: learn,
 //! propose, compare or render by itself (the command's own code does).
 
-use std::path::PathBuf;
-
-use serde::{Deserialize, Serialize};
-
 use crate::app::Context;
-use crate::cli::{MergeArgs, MergeOutput, SuggestArgs, SuggestOutput};
+use crate::cli::{MergeArgs, MergeOutput, SuggestOutput};
 use crate::commands::replay::merged::{add_totals, check_all, damaged, not_an_output, problem, read_error, run_of};
-use crate::commands::replay::sides::{resolve, SidesSpec};
+use crate::commands::replay::sides::resolve;
 use crate::commands::replay::source::FileSource;
 use crate::error::ExitCode;
 use crate::output::mode::Baseline;
-use crate::replay::explained::MaxContradictions;
 use crate::replay::partial::counts::{Counts, Sums};
 use crate::replay::partial::fingerprint;
 use crate::replay::partial::{decode_learned, Partial};
 use crate::suggest::learn::{Learning, ShardLearning};
-use crate::suggest::propose::Knobs;
 use crate::suggest::stats::PastSignature;
 
 use super::learn::{learn, Pass1};
+use super::run::SuggestRun;
 use super::{check_knobs, check_queue, History, Suggest};
-
-/// What `merge` needs to do the rest of a sharded suggest: a partial's `run`
-/// (docs/past-one-machine.md): the sides as the shards' command line named them (the merge
-/// resolves them again, with the same function, from the files at the same paths), the
-/// history, and the knobs. The fingerprint holds it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct SuggestRun {
-    /// Always `suggest`.
-    pub command: String,
-    pub history: PathBuf,
-    pub sides: SidesSpec,
-    pub min_trials: u64,
-    pub futile: f64,
-    pub max_limit: u32,
-    #[serde(default)]
-    pub extrapolate: bool,
-    pub name: String,
-    /// `--skip-invalid`: entries not replayed are counted and said, and exit 0.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub skip_invalid: bool,
-    #[serde(default)]
-    pub max_contradictions: MaxContradictions,
-}
-
-impl SuggestRun {
-    pub(super) fn new(args: &SuggestArgs, knobs: Knobs, sides: &SidesSpec) -> SuggestRun {
-        SuggestRun {
-            command: "suggest".into(),
-            // A shard's source is a file or directory (`check_sharded`).
-            history: args.replay.history.clone().unwrap_or_default(),
-            sides: sides.clone(),
-            min_trials: knobs.min_trials,
-            futile: knobs.futile,
-            max_limit: knobs.max_limit,
-            extrapolate: knobs.extrapolate,
-            name: args.name.clone(),
-            skip_invalid: args.replay.skip_invalid,
-            max_contradictions: args.max_contradictions,
-        }
-    }
-}
 
 /// The shards' pass 1 folded as one process folds its units: in the source's order (shard
 /// order, for byte ranges), so that the signatures kept are the first 10,000 met.

@@ -21,7 +21,10 @@
 //!   none;
 //! - `--pick N` with a history and `--shard`: refused as `--pick recommended` is (a shard's
 //!   jobs alone cannot say what N loses); a candidate that does not validate is refused
-//!   before the replay.
+//!   before the replay;
+//! - `--pick template` is `--pick N` with N the candidate whose varied values are the
+//!   template's own as written (`unset` for a field it leaves out), found before anything
+//!   is replayed; none is exit 1, naming the vary that does not list the template's value.
 
 use std::path::Path;
 
@@ -63,13 +66,15 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-mod shards;
-pub use shards::merge;
+pub mod shards;
 
 /// `--pick`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Pick {
     Id(u64),
+    /// The candidate whose varied values are the template's own, as written: an id once the
+    /// template is read.
+    Template,
     Recommended,
 }
 
@@ -103,6 +108,16 @@ pub fn run(ctx: &mut Context, args: &TuneArgs) -> anyhow::Result<ExitCode> {
         .into());
     }
     let pick_command = pick_command(args);
+    let pick = match pick {
+        // Like `--pick N`, with N the template's own candidate (docs/tune.md "Writing the
+        // choice").
+        Some(Pick::Template) => Some(Pick::Id(
+            template
+                .own_candidate(&varies)
+                .map_err(|why| CliError::failed(format!("`--pick template`: {why}")))?,
+        )),
+        other => other,
+    };
     if let Some(Pick::Id(id)) = pick {
         if id == 0 || u128::from(id) > n {
             return Err(CliError::usage(format!("`--pick {id}`: the candidates are numbered 1 to {n}")).into());
@@ -157,6 +172,7 @@ pub fn run(ctx: &mut Context, args: &TuneArgs) -> anyhow::Result<ExitCode> {
         given: arms.first().map(|a| a.sim.given().to_vec()).unwrap_or_default(),
         categorized: sides.candidate().categorizer.is_some() || sides.baseline.categorizer.is_some(),
         skip_invalid: replay.skip_invalid,
+        scheduler: sides.settings.assumed(),
     };
     let mut tune = Tune {
         format,
@@ -215,7 +231,7 @@ pub fn check(args: &TuneArgs) -> Result<Checked, CliError> {
         (None, o) => Some(o.unwrap_or(TuneOutput::Table)),
     };
     let history = replay.history.is_some() || replay.lookout_db.is_some();
-    if !matches!(pick, Some(Pick::Id(_))) && !history {
+    if !matches!(pick, Some(Pick::Id(_) | Pick::Template)) && !history {
         let e = CliError::usage("give the history to search on: `--history PATH` or `--lookout-db DSN --queue Q`");
         // `--emit` reads no variable: its jobs get the DSN from a Secret.
         return Err(if args.emit.emit.is_none() {
@@ -234,6 +250,11 @@ pub fn check(args: &TuneArgs) -> Result<Checked, CliError> {
         (Some(Pick::Id(id)), Some(shard)) if history => {
             return Err(CliError::usage(format!(
                 "`--pick {id}` with `--shard {shard}` and a history: a shard's jobs alone cannot say what candidate {id} loses against the baseline; give `--pick {id}` without the history and `--shard`, or search without `--shard`"
+            )))
+        }
+        (Some(Pick::Template), Some(shard)) if history => {
+            return Err(CliError::usage(format!(
+                "`--pick template` with `--shard {shard}` and a history: a shard's jobs alone cannot say what the template's candidate loses against the baseline; give `--pick template` without the history and `--shard`, or search without `--shard`"
             )))
         }
         _ => {}
@@ -405,6 +426,10 @@ pub struct TuneRun {
     /// `--skip-invalid`: entries not replayed are counted and said, and exit 0.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub skip_invalid: bool,
+    /// What the replay assumed of the scheduler, said on stderr (`Settings::assumed`): the
+    /// merge says it again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scheduler: Option<String>,
 }
 
 impl Tune<'_> {
@@ -624,12 +649,14 @@ pub fn finish(
 }
 
 fn parse_pick(text: &str) -> Result<Pick, CliError> {
-    if text == "recommended" {
-        return Ok(Pick::Recommended);
+    match text {
+        "recommended" => return Ok(Pick::Recommended),
+        "template" => return Ok(Pick::Template),
+        _ => {}
     }
     text.parse::<u64>().map(Pick::Id).map_err(|_| {
         CliError::usage(format!(
-            "invalid `--pick` `{text}`: expected a candidate's id (a number from the output's ID column) or `recommended`"
+            "invalid `--pick` `{text}`: expected a candidate's id (a number from the output's ID column), `template` or `recommended`"
         ))
     })
 }

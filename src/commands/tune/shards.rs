@@ -83,6 +83,11 @@ pub fn merge(ctx: &mut Context, args: &MergeArgs, partials: &mut [Partial]) -> a
     let swept = fold.finish(&options);
     listener.0.finish()?;
     drop(listener);
+    // What the replay assumed of the scheduler, first, as one process says it; once every
+    // partial is read whole (a damaged one is said alone).
+    if let Some(note) = &run.scheduler {
+        writeln!(ctx.err, "{note}")?;
+    }
     ctx.err.write_all(&said)?;
     let swept = match swept {
         Ok(s) => s,

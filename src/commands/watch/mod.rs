@@ -87,18 +87,19 @@ fn flags(args: &WatchArgs, now: i64) -> Result<Flags, CliError> {
     })
 }
 
-/// `--state` as it is, or a fresh state starting at `start` when there is no such file. The
-/// series of a queue or candidate no longer watched are dropped, said in a note; the ones a
-/// scrape shows at 0 are added.
+/// `--state` as it is (`text`, as read), or a fresh state starting at `start` when there is no
+/// such file. The series of a queue or candidate no longer watched are dropped, said in a
+/// note; the ones a scrape shows at 0 are added.
 fn load_state(
     ctx: &mut Context,
     path: &Path,
+    text: Option<String>,
     start: i64,
     queues: &[String],
     names: &[String],
 ) -> anyhow::Result<State> {
     let zeros = Counters::zeros(queues, names);
-    let Some(text) = state_file::read(path)? else {
+    let Some(text) = text else {
         return Ok(State::new(start, zeros));
     };
     let mut state = State::from_json(&text).map_err(|why| {
@@ -134,6 +135,10 @@ pub fn run(ctx: &mut Context, args: &WatchArgs) -> anyhow::Result<ExitCode> {
     // names no host to listen on.
     crate::lookout::db::check_dsn(&dsn)?;
     listen::resolves(&args.listen)?;
+    // One watch on a --state, held until the process ends, and only a state read: both before
+    // anything else is said.
+    let lock = state_file::lock(&args.state)?;
+    let text = state_file::read(&args.state)?;
     let timeout = parse_timeout(&ctx.global.timeout)?;
     let Some(sides) = resolve(ctx, SidesSpec::of_watch(args))? else {
         return Ok(ExitCode::InvalidInput);
@@ -154,9 +159,7 @@ pub fn run(ctx: &mut Context, args: &WatchArgs) -> anyhow::Result<ExitCode> {
         .expect("watch's sides are files, known before the history is read");
     let names = sets.names();
     let settings = sides.settings.applied();
-    // One watch on a --state: held until the process ends.
-    let lock = state_file::lock(&args.state)?;
-    let mut state = load_state(ctx, &args.state, flags.since.unwrap_or(now), &queues, &names)?;
+    let mut state = load_state(ctx, &args.state, text, flags.since.unwrap_or(now), &queues, &names)?;
     if state.cursor.is_some() && args.since.is_some() {
         writeln!(
             ctx.err,

@@ -42,6 +42,7 @@ impl Files {
             name: name.to_string(),
             errors: parsed.syntax_error.into_iter().collect(),
             documents: parsed.documents,
+            head: None,
         };
         let origin = Origin {
             file: name.clone(),

@@ -36,6 +36,12 @@ pub fn retryctl(home: &Path) -> Command {
     cmd
 }
 
+/// `--scheduler-config` with today's Armada's settings written out
+/// (testdata/scheduler/upstream-enabled.yaml, a path from the repository root): for an
+/// upstream replay whose subject is not what a replay assumes without a scheduler config
+/// (docs/engines.md "The scheduler's settings"), which it then does not say on stderr.
+pub const UPSTREAM_SCHEDULER: [&str; 2] = ["--scheduler-config", "testdata/scheduler/upstream-enabled.yaml"];
+
 /// Runs and formats `exit: N`, stdout and stderr for a snapshot.
 pub fn exchange(cmd: &mut Command) -> String {
     let output = cmd.output().expect("runs");

@@ -280,7 +280,7 @@ pub fn resolve(ctx: &mut Context, spec: SidesSpec) -> anyhow::Result<Option<Side
         },
         engine,
         engine_from,
-        settings,
+        settings: settings.for_engine(engine, &mut *ctx.err)?,
     }))
 }
 

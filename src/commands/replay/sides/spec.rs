@@ -173,11 +173,13 @@ impl SidesSpec {
         }
     }
 
-    /// `--global-max-retries` / `--default-policy`.
+    /// `--global-max-retries` / `--default-policy` (the defaults are the engine's, known once
+    /// the sides are: `settings::Settings::for_engine`).
     pub fn overrides(&self) -> Overrides {
         Overrides {
             global_max_retries: self.global_max_retries,
             default_policy: self.default_policy.clone(),
+            defaults: None,
         }
     }
 
