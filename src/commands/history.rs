@@ -18,7 +18,7 @@ use crate::connection::{parse_timeout, resolve, Env};
 use crate::error::{CliError, ExitCode};
 use crate::lookout::executor_text::Hints;
 use crate::lookout::{api, db, Event, Export, JobStream};
-use crate::output::history::{left_out_line, not_utf8_line, write_history, write_summary};
+use crate::output::history::{left_out_line, write_history, write_summary};
 use crate::output::progress::ReadProgress;
 
 pub fn run(ctx: &mut Context, args: &HistoryArgs) -> anyhow::Result<ExitCode> {
@@ -73,10 +73,6 @@ pub fn run(ctx: &mut Context, args: &HistoryArgs) -> anyhow::Result<ExitCode> {
             Event::History(h) => write_history(out, &h, yaml)?,
             Event::LeftOut(e) => {
                 let line = left_out_line(ctx.style, &e);
-                progress.suspend(|| writeln!(ctx.err, "{line}"))?;
-            }
-            Event::NotUtf8 { said, .. } => {
-                let line = not_utf8_line(ctx.style, &said);
                 progress.suspend(|| writeln!(ctx.err, "{line}"))?;
             }
         }

@@ -633,8 +633,6 @@ impl ApiJobs<'_> {
             },
             runs: rows,
             unreadable_runs,
-            // JSON's text is UTF-8.
-            not_utf8: None,
         }));
         Ok(())
     }

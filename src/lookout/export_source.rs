@@ -1,9 +1,8 @@
 //! An [`Export`] as a replay's [`HistorySource`]: `simulate --lookout-db` replays Lookout's
 //! rows as they are mapped, one job at a time, with no file in between (docs/serve.md).
 //!
-//! Owns: turning each [`Event`] into an [`Entry`] (a history to replay, or a row left out or
-//! a job's text that is not UTF-8, reported in `history`'s words and not counted as a replay
-//! error), and handing what the
+//! Owns: turning each [`Event`] into an [`Entry`] (a history to replay, or a row left out,
+//! reported in `history`'s words and not counted as a replay error), and handing what the
 //! replay cannot carry back to the command through [`ExportState`]: the [`ExportTotals`] so
 //! far (`history`'s summary and `--strict`) and the error that ended the stream early (a
 //! lost connection: exit 4). Must not: map rows (that is `mapping`), print, or decide exit codes.
@@ -122,10 +121,10 @@ impl Iterator for ExportSource<'_> {
             Some(Ok(Event::History(h))) => Body::History(h),
             Some(Ok(Event::LeftOut(e))) => Body::LeftOut {
                 text: e.left_out(),
-                job: e.job_id.clone(),
+                // Named by its key: an id that is not UTF-8 by its exact bytes, as a
+                // shard's ranks name it.
+                job: e.job_key().to_string(),
             },
-            // Said as a row left out is, and nothing left out: the job's history follows.
-            Some(Ok(Event::NotUtf8 { said, job })) => Body::LeftOut { text: said.said(), job },
         };
         self.record(None);
         let job = match &body {

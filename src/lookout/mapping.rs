@@ -218,54 +218,6 @@ pub struct LookoutJob {
     /// Rows of its runs the source could not read (each reported as an `Item::Bad`): its
     /// record is not whole.
     pub unreadable_runs: u32,
-    /// Text of its rows that is not UTF-8, read with `�` in its place (`None`: all of it is).
-    pub not_utf8: Option<NotUtf8>,
-}
-
-impl LookoutJob {
-    /// The job as its source's keys name it (`watch`'s pages and state): its id, or the key of
-    /// an id that is not UTF-8 ([`NotUtf8::key`]).
-    pub fn key(&self) -> &str {
-        self.not_utf8
-            .as_ref()
-            .and_then(|n| n.key.as_deref())
-            .unwrap_or(&self.job.job_id)
-    }
-}
-
-/// Where a job's rows hold text that is not UTF-8 (a `SQL_ASCII` database keeps whatever
-/// bytes it is given): that text is read with each invalid sequence replaced by `�`, as
-/// `String::from_utf8_lossy` does, the job kept, and this said once (docs/lookout.md).
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct NotUtf8 {
-    /// The job's id as the warning names it: its bytes that are not UTF-8 as `\xNN`, so that
-    /// the row can be found (`WHERE job_id = E'…\xNN'`).
-    pub id_shown: String,
-    /// The job's key when its id itself is not UTF-8 (`lookout::db::key_of`: its exact bytes,
-    /// which the replaced id no longer holds).
-    pub key: Option<String>,
-    /// The columns, each once, in the order first met.
-    pub columns: Vec<&'static str>,
-}
-
-impl NotUtf8 {
-    /// `column` noted (once).
-    pub fn add(&mut self, column: &'static str) {
-        if !self.columns.contains(&column) {
-            self.columns.push(column);
-        }
-    }
-
-    /// `job `J`: column C: not UTF-8; …`, as `history` and `watch` print it after
-    /// `warning: `.
-    pub fn said(&self) -> String {
-        let word = if self.columns.len() == 1 { "column" } else { "columns" };
-        format!(
-            "job `{}`: {word} {}: not UTF-8; read with `\u{fffd}` for each invalid byte sequence, job kept",
-            self.id_shown,
-            self.columns.join(", ")
-        )
-    }
 }
 
 /// Bytes of error text kept per run: a longer text is cut there and ends with
@@ -324,8 +276,8 @@ pub enum Place {
 /// (the run, or the job when it is the job's own row).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RowError {
-    /// The job's id as the report shows it (an id whose bytes are not UTF-8 with each bad
-    /// sequence replaced by `�`).
+    /// The job's id as the report shows it (the bytes of an id that are not UTF-8 as `\xNN`,
+    /// so that the row can be found: `WHERE job_id = E'…\xNN'`).
     pub job_id: String,
     /// `None` when the job's own row is the problem (the whole job is left out).
     pub run_id: Option<String>,

@@ -22,8 +22,7 @@
 //! Hostile rows (docs/lookout.md): a row a source cannot read is an [`Item::Bad`] (the run, or the
 //! job when it is the job's own row, is left out and reported), never the end of the stream;
 //! only a lost connection or an answer that is not Lookout's ends it, as `Err`. Text that is
-//! not UTF-8 (a `SQL_ASCII` database) is no reason to leave a row out: it is read with `�` in
-//! place and the job said once ([`Event::NotUtf8`]).
+//! not UTF-8 (a `SQL_ASCII` database) is one such row.
 
 pub mod api;
 pub mod cluster;
@@ -37,7 +36,7 @@ pub mod mapping;
 use crate::model::failure_history::{FailureHistory, Timestamp};
 use crate::replay::source::ExportTotals;
 
-pub use mapping::{LookoutJob, NotUtf8, Place, RowError};
+pub use mapping::{LookoutJob, Place, RowError};
 
 /// The jobs to export. Times bound `job.submitted`: `from` inclusive, `to` exclusive.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -74,9 +73,6 @@ pub enum Event {
     History(Box<FailureHistory>),
     /// A row left out (the run, or the whole job when `run_id` is `None`): report it.
     LeftOut(RowError),
-    /// A job read with text that is not UTF-8 replaced (`job`: its id as exported), said
-    /// once, before the job's own event: report it (nothing is left out for it).
-    NotUtf8 { said: NotUtf8, job: String },
 }
 
 /// A source mapped one job at a time ([`mapping::map_job`]), counting as it goes.
@@ -84,8 +80,6 @@ pub struct Export<'a> {
     source: JobStream<'a>,
     totals: ExportTotals,
     hints: Option<executor_text::Hints>,
-    /// The event of the job a [`Event::NotUtf8`] was yielded for.
-    next: Option<Event>,
 }
 
 impl<'a> Export<'a> {
@@ -94,7 +88,6 @@ impl<'a> Export<'a> {
             source,
             totals: ExportTotals::default(),
             hints: None,
-            next: None,
         }
     }
 
@@ -114,9 +107,6 @@ impl Iterator for Export<'_> {
     type Item = anyhow::Result<Event>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        if let Some(event) = self.next.take() {
-            return Some(Ok(event));
-        }
         loop {
             let t = &mut self.totals;
             match self.source.next()? {
@@ -131,40 +121,24 @@ impl Iterator for Export<'_> {
                     }
                     return Some(Ok(Event::LeftOut(e)));
                 }
-                Ok(Item::Job(mut job)) => {
+                Ok(Item::Job(job)) => {
                     t.jobs_read += 1;
                     t.runs_read += job.runs.len() as u64;
-                    let not_utf8 = job.not_utf8.take().map(|said| Event::NotUtf8 {
-                        said,
-                        job: job.job.job_id.clone(),
-                    });
-                    let event = match mapping::map_job(job, self.hints.as_ref()) {
+                    match mapping::map_job(job, self.hints.as_ref()) {
                         Ok(m) => {
                             t.notes.add(&m.notes);
                             match m.history {
                                 Some(h) => {
                                     t.jobs += 1;
-                                    Some(Event::History(Box::new(h)))
+                                    return Some(Ok(Event::History(Box::new(h))));
                                 }
-                                None => {
-                                    t.empty_jobs += 1;
-                                    None
-                                }
+                                None => t.empty_jobs += 1,
                             }
                         }
                         Err(e) => {
                             t.jobs_left_out += 1;
-                            Some(Event::LeftOut(e))
+                            return Some(Ok(Event::LeftOut(e)));
                         }
-                    };
-                    // Said whatever becomes of the job, before it.
-                    match (not_utf8, event) {
-                        (Some(said), event) => {
-                            self.next = event;
-                            return Some(Ok(said));
-                        }
-                        (None, Some(event)) => return Some(Ok(event)),
-                        (None, None) => {}
                     }
                 }
             }

@@ -6,7 +6,7 @@
 
 use std::io::{self, Write};
 
-use crate::lookout::{NotUtf8, RowError};
+use crate::lookout::RowError;
 use crate::model::failure_history::{failure_history_json, FailureHistory};
 use crate::output::style::Style;
 use crate::output::text::shown;
@@ -28,11 +28,6 @@ pub fn write_history(out: &mut dyn Write, h: &FailureHistory, yaml: bool) -> io:
 /// `warning: job `J` run `R`: column C: why; run left out` (docs/lookout.md).
 pub fn left_out_line(style: Style, e: &RowError) -> String {
     format!("{}: {}", style.warning("warning"), shown(&e.left_out()))
-}
-
-/// `warning: job `J`: column C: not UTF-8; read with `�` …, job kept` (docs/lookout.md).
-pub fn not_utf8_line(style: Style, said: &NotUtf8) -> String {
-    format!("{}: {}", style.warning("warning"), shown(&said.said()))
 }
 
 /// What was exported, left out, and what Lookout could not tell, with counts, never silent.

@@ -971,14 +971,16 @@ fn the_jobs_end_is_exported_and_contradicts_a_baseline_that_runs_it_again() {
 }
 
 /// Bytes that are not UTF-8 in Lookout's text columns (a `SQL_ASCII` database keeps whatever
-/// it is given): each such value is read with `�` in place of its invalid bytes, as
-/// `String::from_utf8_lossy` reads it, the job is kept with every run, and one warning per job
-/// names it (its bytes that are not UTF-8 as `\xNN`, its ESC escaped) and its columns
-/// (docs/lookout.md); nothing is left out (exit 0, `--strict` too). Here a copy of `b-1`
-/// whose `job_id` holds ESC and 0xFF (sorted between `b-1` and `b-2`), and a run of `b-2`
-/// whose `node` and `failure_category` hold bytes that are not UTF-8.
+/// it is given) make that row unreadable, as an `infinity` time does (docs/lookout.md): it is
+/// left out, said on stderr in the words of any row left out (the id's bytes that are not
+/// UTF-8 as `\xNN`, its ESC escaped, so the row can be found), counted in the summary, and the
+/// rows after it are read; exit 0, `--strict` 1 with the same output. Here a copy of `b-1`
+/// whose `job_id` holds ESC and 0xFF (sorted between `b-1` and `b-2`: the job left out), and
+/// the failed run of `b-2` whose `node` and `failure_category` hold bytes that are not UTF-8
+/// (that run left out, `b-2` exported with its other run, its end unsaid as for any job with a
+/// run left out). Nothing is read with `�`.
 #[test]
-fn text_that_is_not_utf8_is_read_lossily_and_said_once_per_job() {
+fn a_row_whose_text_is_not_utf8_is_left_out_counted_and_the_rows_after_it_exported() {
     let Some(mut db) = pg::lookout_db_encoded("history_bytes", "SQL_ASCII") else {
         return;
     };
@@ -1003,6 +1005,11 @@ fn text_that_is_not_utf8_is_read_lossily_and_said_once_per_job() {
              WHERE job_id = 'b-2' AND node = 'n1'",
         )
         .unwrap();
+    let bad_run: String = db
+        .client
+        .query_one("SELECT run_id FROM job_run WHERE job_id = 'b-2' AND node <> 'n2'", &[])
+        .unwrap()
+        .get(0);
     let home = temp_home();
     let args = [
         "--queue",
@@ -1016,38 +1023,34 @@ fn text_that_is_not_utf8_is_read_lossily_and_said_once_per_job() {
     ];
     let out = history(home.path(), &args);
     assert_eq!(out.status.code(), Some(0), "{}", crate::support::format_output(&out));
-    // Every job, in the database's order; the replaced bytes are `�` in the documents.
+    // The jobs around the bad rows whole; `b-2` with the run that could be read, its end
+    // unsaid and its wait counted from the submission (a run of it left out, as mapped for
+    // any run left out).
     let lines: Vec<&str> = week.lines().collect();
-    let b2 = both.replacen(r#""node":"n1""#, "\"node\":\"n\u{fffd}1\"", 1).replacen(
-        r#","executorPath""#,
-        ",\"category\":\"oom\u{fffd}\",\"executorPath\"",
-        1,
+    let b2 = job("b-2", &succeeded.replacen("10s", "1m20s", 1)).replacen(r#","state":"succeeded""#, "", 1);
+    assert_eq!(
+        String::from_utf8(out.stdout.clone()).unwrap(),
+        format!("{}\n{b2}\n{}\n", lines[0], lines[2])
     );
     assert_eq!(
-        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr.clone()).unwrap(),
         format!(
-            "{}\n{}\n{}\n{}\n",
-            lines[0],
-            job("b-1\\u001b\u{fffd}", &both),
-            job("b-2", &b2),
-            lines[2]
+            "warning: job `b-1\\x1b\\xff`: column job_id: not UTF-8 (byte 4); job left out\n\
+             warning: job `b-2` run `{bad_run}`: column node: not UTF-8 (byte 1); run left out\n\
+             history: exported 3 jobs and 4 runs of queue `ml`\n\
+             history: left out 1 job and 1 run whose rows could not be read (reported above)\n\
+             what Lookout could not tell (counts, nothing guessed):\n\
+             \x20        1  failed or preempted runs without a failure category\n\
+             \x20        1  exit codes are the first non-zero container's only (one unnamed container written)\n"
         )
-    );
-    assert_eq!(
-        String::from_utf8(out.stderr).unwrap(),
-        "warning: job `b-1\\x1b\\xff`: column job_id: not UTF-8; read with `\u{fffd}` for each invalid byte sequence, job kept\n\
-         warning: job `b-2`: columns node, failure_category: not UTF-8; read with `\u{fffd}` for each invalid byte sequence, job kept\n\
-         history: exported 4 jobs and 7 runs of queue `ml`\n\
-         what Lookout could not tell (counts, nothing guessed):\n\
-         \x20        2  failed or preempted runs without a failure category\n\
-         \x20        3  exit codes are the first non-zero container's only (one unnamed container written)\n\
-         \x20        1  error texts kept whole: a hint the executor appended cannot be told from them without the deployed categorizer\n"
     );
     let strict = history(home.path(), &[&args[..], &["--strict"]].concat());
     assert_eq!(
         strict.status.code(),
-        Some(0),
+        Some(1),
         "{}",
         crate::support::format_output(&strict)
     );
+    assert_eq!(strict.stdout, out.stdout);
+    assert_eq!(strict.stderr, out.stderr);
 }

@@ -15,7 +15,7 @@
 //! (sent to the thread that holds stderr). Must not: count what a job adds up to
 //! (`watch::job`), or write stderr itself.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::mpsc::Sender;
@@ -418,45 +418,58 @@ impl Poller {
         let now = now_micros();
         let settle = self.watched.flags.settle;
         let held: Arc<Mutex<Page>> = Arc::default();
-        // The key of each job whose id is not UTF-8, by the id its history holds (`�` in
-        // place of the bytes: not the page's key).
-        let replaced: Arc<Mutex<HashMap<String, String>>> = Arc::default();
         let gate = {
-            let (keys, held, replaced) = (keys.clone(), held.clone(), replaced.clone());
-            stream.filter(move |item| {
-                // A job's own row that cannot be read is left out once, as a job is counted:
-                // the polls that read its span again skip it.
-                if let Ok(Item::Bad(e)) = item {
-                    if let (None, Some(key)) = (&e.run_id, keys.get(e.job_key())) {
-                        let mut page = held.lock().unwrap_or_else(|e| e.into_inner());
-                        page.done.push((key.at, e.job_key().to_string()));
-                    }
-                    return true;
+            let held = held.clone();
+            let keys = keys.clone();
+            let mut stream = stream;
+            // A run's row left out comes before its job's own item: held until that says
+            // whether the job is counted now (then said and counted with it), dropped with a
+            // job held back (said when a later poll counts it): said and counted once.
+            let mut runs_left_out: Vec<anyhow::Result<Item>> = Vec::new();
+            let mut out: VecDeque<anyhow::Result<Item>> = VecDeque::new();
+            std::iter::from_fn(move || loop {
+                if let Some(item) = out.pop_front() {
+                    return Some(item);
                 }
-                let Ok(Item::Job(j)) = item else { return true };
-                let Some(key) = keys.get(j.key()) else {
-                    return true;
+                let Some(item) = stream.next() else {
+                    out.extend(runs_left_out.drain(..));
+                    return out.pop_front();
                 };
-                let mut page = held.lock().unwrap_or_else(|e| e.into_inner());
-                // Held back, a job is not passed on: what is said of it (its text that is not
-                // UTF-8) is said once, when it is counted.
-                let counted = record_complete(j, key.state) || now.saturating_sub(key.since.unwrap_or(now)) >= settle;
-                if !counted {
-                    let since = key.since.unwrap_or(now);
-                    page.wait
-                        .push((j.key().to_string(), key.queue.clone(), key.at, key.state, since));
-                    return false;
+                match &item {
+                    Ok(Item::Bad(e)) if e.run_id.is_some() && keys.contains_key(e.job_key()) => {
+                        runs_left_out.push(item);
+                        continue;
+                    }
+                    // A job's own row that cannot be read is left out once, as a job is
+                    // counted: the polls that read its span again skip it.
+                    Ok(Item::Bad(e)) => {
+                        if let (None, Some(key)) = (&e.run_id, keys.get(e.job_key())) {
+                            let mut page = held.lock().unwrap_or_else(|e| e.into_inner());
+                            page.done.push((key.at, e.job_key().to_string()));
+                        }
+                    }
+                    Ok(Item::Job(j)) => {
+                        if let Some(key) = keys.get(&j.job.job_id) {
+                            let mut page = held.lock().unwrap_or_else(|e| e.into_inner());
+                            let complete = record_complete(j, key.state);
+                            let since = key.since.unwrap_or(now);
+                            if !complete && now.saturating_sub(since) < settle {
+                                page.wait
+                                    .push((j.job.job_id.clone(), key.queue.clone(), key.at, key.state, since));
+                                runs_left_out.clear();
+                                continue;
+                            }
+                            if !complete {
+                                // Counted as its record stands, and counted apart.
+                                page.counters.add(Family::IncompleteJobs, &[&key.queue], 1);
+                            }
+                            page.done.push((key.at, j.job.job_id.clone()));
+                        }
+                    }
+                    Err(_) => {}
                 }
-                if !record_complete(j, key.state) {
-                    // Counted as its record stands, and counted apart.
-                    page.counters.add(Family::IncompleteJobs, &[&key.queue], 1);
-                }
-                page.done.push((key.at, j.key().to_string()));
-                if j.key() != j.job.job_id {
-                    let mut replaced = replaced.lock().unwrap_or_else(|e| e.into_inner());
-                    replaced.insert(j.job.job_id.clone(), j.key().to_string());
-                }
-                true
+                out.extend(runs_left_out.drain(..));
+                out.push_back(item);
             })
         };
         let source = ExportSource::new(Export::new(Box::new(gate)), self.watched.settings.clone(), "lookout-db");
@@ -471,10 +484,7 @@ impl Poller {
             let Emitted::Job(_, processed) = e else { return Ok(true) };
             match processed {
                 Processed::Done(seen) => {
-                    let key = keys.get(seen.job.as_str()).or_else(|| {
-                        let replaced = replaced.lock().unwrap_or_else(|e| e.into_inner());
-                        replaced.get(seen.job.as_str()).and_then(|k| keys.get(k))
-                    });
+                    let key = keys.get(seen.job.as_str());
                     let outcome = key.map_or(Outcome::Failed, |k| Outcome::of_state(k.state));
                     count(&mut counted, &seen, outcome, names);
                     if let Some(k) = key {

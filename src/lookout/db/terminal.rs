@@ -144,7 +144,7 @@ pub fn jobs_in<'a>(
         Err(e) => return Box::new(std::iter::once(Err(e.into()))),
     };
     Box::new(stream.filter(move |item| match item {
-        Ok(Item::Job(j)) => wanted.contains(j.key()),
+        Ok(Item::Job(j)) => wanted.contains(&j.job.job_id),
         Ok(Item::Bad(e)) => wanted.contains(e.job_key()),
         Err(_) => true,
     }))

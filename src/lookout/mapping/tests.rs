@@ -28,7 +28,6 @@ fn job(runs: Vec<RunRow>) -> LookoutJob {
         },
         runs,
         unreadable_runs: 0,
-        not_utf8: None,
     }
 }
 

@@ -29,8 +29,7 @@ pub enum Body {
     Invalid(Box<SourceFile>),
     /// A record the source itself left out, reported as the source reports it (a Lookout
     /// row that cannot be read, docs/lookout.md): not replayed, and not an error of the replay,
-    /// since `history` exits 0 for it too; also what the source says of a job it kept (its
-    /// text that is not UTF-8, replaced), before the job's entry. `job`: the job it belongs to.
+    /// since `history` exits 0 for it too. `job`: the job it belongs to.
     LeftOut { text: String, job: String },
     /// Records of a copy a first pass made (`copy`): jobs packed, and what was said of the
     /// entries it could not read.
