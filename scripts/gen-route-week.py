@@ -43,6 +43,9 @@ replay starts. A planted retry today's Armada never makes (a preempted run: upst
 retries a preemption) is not in the record, as it is not in Lookout's. No run is written by
 hand: what the replay starts is what the record holds.
 
+Each job ends as its last run does (`job.state`: `succeeded`, `cancelled`, else `failed`), as
+Lookout holds it and `history` writes it for a job whose record is complete.
+
 Durations are written as Go prints them without zero units (`1h`, `11m40s`), as `history`
 writes them.
 """
@@ -231,6 +234,10 @@ def main():
     started = replayed_runs(jobs)
     for j in jobs:
         j["runs"] = j["runs"][: started[j["job"]["id"]]]
+        # Lookout's `job.state` of the job, as `history` writes it for a complete record: its
+        # last run's end (a preempted job is `failed`).
+        last = j["runs"][-1].get("outcome")
+        j["job"]["state"] = last if last in ("succeeded", "cancelled") else "failed"
         for i, run in enumerate(j["runs"]):
             if run.get("executorPath") in ("stuckPod", "failedPod") and "category" not in run:
                 cat, sub = category(run)

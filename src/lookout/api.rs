@@ -20,7 +20,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::mapping::{self, error_text, state, JobRow, LookoutJob, Place, RowError, RunRow, ERROR_TEXT_MAX};
+use super::mapping::{self, error_text, job_state, state, JobRow, LookoutJob, Place, RowError, RunRow, ERROR_TEXT_MAX};
 use super::{Filter, Item};
 use crate::client::{redact_url, root_cause, Auth, ClientTls};
 use crate::error::{CliError, ExitCode};
@@ -56,6 +56,9 @@ struct ApiJob {
     submitted: String,
     #[serde(default)]
     annotations: Option<Value>,
+    /// `QUEUED` … `REJECTED`; a name Lookout may add later leaves the job's end unsaid.
+    #[serde(default)]
+    state: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -554,12 +557,14 @@ impl ApiJobs<'_> {
             _ => Vec::new(),
         };
         let mut rows = Vec::with_capacity(runs.len());
+        let mut unreadable_runs = 0;
         for r in runs {
             let run_id = r.get("runId").and_then(Value::as_str).unwrap_or("").to_string();
             let run_bad = |place: Place, message: String| Item::Bad(RowError::run(&j.job_id, &run_id, place, message));
             let r: ApiRun = match serde_json::from_value(r) {
                 Ok(r) => r,
                 Err(e) => {
+                    unreadable_runs += 1;
                     self.pending
                         .push_back(run_bad(Place::Row, format!("not a Lookout run ({e})")));
                     continue;
@@ -585,6 +590,7 @@ impl ApiJobs<'_> {
                 [Ok(a), Ok(b), Ok(c), Ok(d)] => [a, b, c, d],
                 bad => {
                     let (field, m) = bad.into_iter().find_map(Result::err).unwrap_or_default();
+                    unreadable_runs += 1;
                     self.pending.push_back(run_bad(Place::Field(field), m));
                     continue;
                 }
@@ -623,8 +629,10 @@ impl ApiJobs<'_> {
                 gpu: j.gpu,
                 submitted,
                 annotations,
+                state: j.state.as_deref().and_then(job_state::from_name),
             },
             runs: rows,
+            unreadable_runs,
         }));
         Ok(())
     }

@@ -8,6 +8,14 @@
 //! rows by hand, and turning a row that cannot be read into an [`Item::Bad`] naming the job,
 //! the run and the column (docs/lookout.md); `watch`'s reads by page are in [`terminal`]. Must not: map rows to histories (`mapping`), or print.
 //!
+//! A `SQL_ASCII` database keeps whatever bytes it was given: its text is read as those bytes
+//! (the session's `client_encoding` is `SQL_ASCII` too, else the server refuses to send a row
+//! that is not UTF-8 and the whole statement fails), a row whose text is not UTF-8 is an
+//! [`Item::Bad`] like any row that cannot be read (left out, the rows after it read), its id
+//! named with those bytes as `\xNN` ([`shown_bytes`]), and a job id that is not UTF-8 is kept
+//! as a key that gives its bytes back exactly ([`key_of`], [`RawText`]), so that `watch`'s
+//! pages go on past it and the polls that read it again skip it.
+//!
 //! Why one binary `COPY` rather than pages of queries: the server sends the rows as one
 //! stream in its own binary format (timestamps as integers: no text to format on one side
 //! and parse on the other, and `infinity` is a value like any other, not an error that ends
@@ -38,6 +46,7 @@ use std::time::Duration;
 use bytes::{Buf, Bytes};
 use futures_util::Stream;
 use tokio_postgres::error::SqlState;
+use tokio_postgres::types::{to_sql_checked, FromSql, IsNull, ToSql, Type};
 use tokio_postgres::{CopyOutStream, NoTls};
 
 use super::mapping::{self, error_text, JobRow, LookoutJob, Place, RowError, RunRow, ERROR_TEXT_MAX};
@@ -67,7 +76,7 @@ const RUN_BYTES: usize = 256;
 const COLUMNS: &str = "j.job_id, j.memory, j.submitted, left(j.annotations::text, 1048577), \
      r.run_id, r.node, r.job_run_state, r.leased, r.pending, r.started, r.finished, r.exit_code, \
      substring(r.error FROM 1 FOR 131073), r.failure_category, r.failure_subcategory, j.cpu, j.gpu, \
-     substring(r.debug FROM 1 FOR 131073), j.queue";
+     substring(r.debug FROM 1 FOR 131073), j.queue, j.state";
 
 const JOB_ID: usize = 0;
 const MEMORY: usize = 1;
@@ -88,7 +97,8 @@ const CPU: usize = 15;
 const GPU: usize = 16;
 const DEBUG: usize = 17;
 const QUEUE: usize = 18;
-const FIELDS: usize = 19;
+const JOB_STATE: usize = 19;
+const FIELDS: usize = 20;
 
 /// The names of the columns, for messages.
 const NAMES: [&str; FIELDS] = [
@@ -111,6 +121,7 @@ const NAMES: [&str; FIELDS] = [
     "gpu",
     "debug",
     "queue",
+    "state",
 ];
 
 /// A connection to Lookout's database.
@@ -218,10 +229,32 @@ pub fn connect_with(dsn: &str, timeout: Duration, tables: &[&str]) -> Result<Db,
             )
         })?
         .map_err(|e| connect_error(&e, &shown))?;
+    let raw_text = connection.parameter("server_encoding") == Some("SQL_ASCII");
     // Runs only while `rt.block_on` waits for an answer (current-thread runtime).
     rt.spawn(async move {
         let _ = connection.await;
     });
+    let silent = || {
+        CliError::new(
+            ExitCode::Unreachable,
+            format!(
+                "the Lookout database at `{shown}` answered nothing within {}",
+                crate::model::duration::GoDuration(u64::try_from(timeout.as_nanos()).unwrap_or(u64::MAX))
+            ),
+        )
+    };
+    if raw_text {
+        // A `SQL_ASCII` database keeps whatever bytes it was given, and checks none: the
+        // server would refuse to send a row whose text is not UTF-8 (failing the whole
+        // statement), and to take such a key back. Its bytes as they are, then: the decoding
+        // leaves out a row whose text is not UTF-8 (and says so), and a page's last key is
+        // sent back exactly (`RawText`).
+        rt.block_on(async {
+            tokio::time::timeout(timeout, client.batch_execute("SET client_encoding = 'SQL_ASCII'")).await
+        })
+        .map_err(|_| silent())?
+        .map_err(|e| query_error(&e, &shown))?;
+    }
     let names: Vec<String> = tables.iter().map(|t| t.to_string()).collect();
     let rows = rt
         .block_on(async {
@@ -234,12 +267,7 @@ pub fn connect_with(dsn: &str, timeout: Duration, tables: &[&str]) -> Result<Db,
             )
             .await
         })
-        .map_err(|_| {
-            CliError::new(
-                ExitCode::Unreachable,
-                format!("the Lookout database at `{shown}` answered nothing within {}", crate::model::duration::GoDuration(u64::try_from(timeout.as_nanos()).unwrap_or(u64::MAX))),
-            )
-        })?
+        .map_err(|_| silent())?
         .map_err(|e| query_error(&e, &shown))?;
     let missing: Vec<String> = rows.iter().map(|r| r.get::<_, String>(0)).collect();
     if let Some(e) = missing_tables(&shown, &missing) {
@@ -374,6 +402,99 @@ pub fn literal(flag: &str, text: &str) -> Result<String, CliError> {
     Ok(out)
 }
 
+/// A text value's bytes as the database holds them, read or sent without a UTF-8 check: a
+/// `SQL_ASCII` database's `job_id` may hold bytes that are not UTF-8, and `watch`'s pages go on
+/// from the exact bytes of the last key (docs/lookout.md).
+#[derive(Debug)]
+pub(super) struct RawText(pub(super) Vec<u8>);
+
+impl RawText {
+    fn text_type(ty: &Type) -> bool {
+        matches!(
+            *ty,
+            Type::TEXT | Type::VARCHAR | Type::BPCHAR | Type::NAME | Type::UNKNOWN
+        )
+    }
+}
+
+impl<'a> FromSql<'a> for RawText {
+    fn from_sql(_: &Type, raw: &'a [u8]) -> Result<RawText, Box<dyn std::error::Error + Sync + Send>> {
+        Ok(RawText(raw.to_vec()))
+    }
+
+    fn accepts(ty: &Type) -> bool {
+        RawText::text_type(ty)
+    }
+}
+
+impl ToSql for RawText {
+    fn to_sql(&self, _: &Type, out: &mut bytes::BytesMut) -> Result<IsNull, Box<dyn std::error::Error + Sync + Send>> {
+        out.extend_from_slice(&self.0);
+        Ok(IsNull::No)
+    }
+
+    fn accepts(ty: &Type) -> bool {
+        RawText::text_type(ty)
+    }
+
+    to_sql_checked!();
+}
+
+/// A job id as `watch` keeps it (its cursor, a page's keys) and a left-out row names it: the
+/// text itself, or, for an id whose bytes are not UTF-8, a NUL and the bytes in hex. No job id
+/// holds a NUL (no PostgreSQL text can), so the two never meet, and [`key_bytes`] gives the
+/// bytes back exactly.
+pub fn key_of(bytes: &[u8]) -> String {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => text.to_string(),
+        Err(_) => {
+            let mut key = String::with_capacity(1 + 2 * bytes.len());
+            key.push('\0');
+            for b in bytes {
+                key.push_str(&format!("{b:02x}"));
+            }
+            key
+        }
+    }
+}
+
+/// The bytes of a job id [`key_of`] kept.
+pub(super) fn key_bytes(key: &str) -> std::borrow::Cow<'_, [u8]> {
+    let hex = |pair: &[u8]| {
+        std::str::from_utf8(pair)
+            .ok()
+            .and_then(|p| u8::from_str_radix(p, 16).ok())
+    };
+    match key.strip_prefix('\0') {
+        Some(digits) if digits.len() % 2 == 0 => match digits.as_bytes().chunks(2).map(hex).collect() {
+            Some(bytes) => std::borrow::Cow::Owned(bytes),
+            None => std::borrow::Cow::Borrowed(key.as_bytes()),
+        },
+        _ => std::borrow::Cow::Borrowed(key.as_bytes()),
+    }
+}
+
+/// [`literal`] of a job id [`key_of`] kept: an id that is not UTF-8 as its bytes, those that
+/// are not printable ASCII escaped (`E'ml-05\xff'`), which a `SQL_ASCII` database reads back
+/// as they are.
+pub(super) fn key_literal(key: &str) -> Result<String, CliError> {
+    let bytes = key_bytes(key);
+    if matches!(bytes, std::borrow::Cow::Borrowed(_)) {
+        return literal("job_id", key);
+    }
+    let mut out = String::from("E'");
+    for &b in bytes.iter() {
+        match b {
+            b'\\' => out.push_str("\\\\"),
+            b'\'' => out.push_str("''"),
+            0x20..=0x7e => out.push(char::from(b)),
+            _ => out.push_str(&format!("\\x{b:02x}")),
+        }
+    }
+    out.push('\'');
+    Ok(out)
+}
+
 /// The one statement an export runs (`-v` prints it; `scripts/bench-history.sh` times it
 /// with `psql` as the read floor).
 pub fn statement(f: &Filter) -> Result<String, CliError> {
@@ -417,7 +538,9 @@ pub fn shard_ranks(db: &Db, f: &Filter) -> Result<std::collections::HashMap<Stri
         .map_err(|e| query_error(&e, &db.shown))?;
     Ok(rows
         .iter()
-        .map(|r| (r.get::<_, String>(0), r.get::<_, i64>(1) as u64))
+        // Named by their keys, as the export names a job it leaves out: an id that is not
+        // UTF-8 by its exact bytes.
+        .map(|r| (key_of(&r.get::<_, RawText>(0).0), r.get::<_, i64>(1) as u64))
         .collect())
 }
 
@@ -793,7 +916,10 @@ impl Group {
             self.held = 0;
             match job_row(row) {
                 Ok(job) => {
-                    self.current = Some(LookoutJob { job, runs: Vec::new() });
+                    self.current = Some(LookoutJob {
+                        job,
+                        ..LookoutJob::default()
+                    });
                     self.skipping = false;
                 }
                 Err(e) => {
@@ -828,7 +954,10 @@ impl Group {
                     job.runs.push(run);
                 }
             }
-            Err(e) => self.pending.push_back(Item::Bad(e)),
+            Err(e) => {
+                job.unreadable_runs += 1;
+                self.pending.push_back(Item::Bad(e));
+            }
         }
     }
 
@@ -842,10 +971,17 @@ impl Group {
 /// A column's problem, for a [`RowError`] at it.
 type Why = (usize, String);
 
+/// A job's own row; one whose text is not UTF-8 (a `SQL_ASCII` database's) is an error like
+/// any value that cannot be read, its id named with those bytes as `\xNN` and keyed by its
+/// exact bytes ([`key_of`]).
 fn job_row(row: &Row) -> Result<JobRow, RowError> {
     let raw_id = row.get(JOB_ID).unwrap_or_default();
-    let shown_id = String::from_utf8_lossy(raw_id);
-    let bad = |(col, why): Why| RowError::job(&shown_id, Place::Column(NAMES[col]), why);
+    let shown_id = shown_bytes(raw_id);
+    let key = std::str::from_utf8(raw_id).is_err().then(|| key_of(raw_id));
+    let bad = |(col, why): Why| RowError {
+        key: key.clone(),
+        ..RowError::job(&shown_id, Place::Column(NAMES[col]), why)
+    };
     let job_id = text(raw_id).map_err(|w| bad((JOB_ID, w)))?.to_string();
     let memory = int8(row.get(MEMORY))
         .and_then(|m| m.ok_or_else(not_null))
@@ -863,6 +999,9 @@ fn job_row(row: &Row) -> Result<JobRow, RowError> {
     let queue = opt_text(row.get(QUEUE))
         .and_then(|q| q.ok_or_else(not_null))
         .map_err(|w| bad((QUEUE, w)))?;
+    // NULL (which the schema forbids) only leaves the job's end unsaid: no need to leave the
+    // job out for it.
+    let state = int2(row.get(JOB_STATE)).map_err(|w| bad((JOB_STATE, w)))?;
     Ok(JobRow {
         job_id,
         queue,
@@ -871,12 +1010,13 @@ fn job_row(row: &Row) -> Result<JobRow, RowError> {
         gpu,
         submitted,
         annotations,
+        state,
     })
 }
 
 fn run_row(row: &Row, job_id: &str, inflater: &mut Inflater) -> Result<RunRow, RowError> {
     decode_run(row, inflater).map_err(|(col, why)| {
-        let run_id = row.get(RUN_ID).map(String::from_utf8_lossy).unwrap_or_default();
+        let run_id = row.get(RUN_ID).map(shown_bytes).unwrap_or_default();
         RowError::run(job_id, &run_id, Place::Column(NAMES[col]), why)
     })
 }
@@ -921,12 +1061,27 @@ fn not_null() -> String {
     "NULL, which Lookout's schema does not allow".into()
 }
 
+/// A text column's value; bytes that are not UTF-8 (a `SQL_ASCII` database keeps any) make
+/// the row unreadable: no text is guessed.
 fn text(b: &[u8]) -> Result<&str, String> {
     std::str::from_utf8(b).map_err(|e| format!("not UTF-8 (byte {})", e.valid_up_to()))
 }
 
 fn opt_text(b: Option<&[u8]>) -> Result<Option<String>, String> {
     b.map(|b| text(b).map(str::to_string)).transpose()
+}
+
+/// `bytes` as a report names them: text as it is, each byte that is not UTF-8 as `\xNN`
+/// (control characters are escaped where the line is printed).
+fn shown_bytes(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len() + 8);
+    for chunk in bytes.utf8_chunks() {
+        out.push_str(chunk.valid());
+        for b in chunk.invalid() {
+            out.push_str(&format!("\\x{b:02x}"));
+        }
+    }
+    out
 }
 
 fn fixed<const N: usize>(b: Option<&[u8]>, what: &str) -> Result<Option<[u8; N]>, String> {
@@ -1166,6 +1321,24 @@ mod tests {
         );
     }
 
+    /// A job id that is not UTF-8 is kept as a key no id can be, and its bytes come back
+    /// exactly, as a parameter and as a literal; any other id is itself.
+    #[test]
+    fn a_key_keeps_the_exact_bytes_of_an_id_that_is_not_utf8() {
+        let bad = b"ml-05\xff'\\x\x01";
+        let key = key_of(bad);
+        assert_eq!(key, "\0ml-05".replace("ml-05", "6d6c2d3035ff275c7801"));
+        assert_eq!(key_bytes(&key).as_ref(), bad);
+        assert_eq!(key_literal(&key).unwrap(), r"E'ml-05\xff''\\x\x01'");
+        for good in ["ml-05", "", "é", "\0zz", "\0abc"] {
+            if !good.starts_with('\0') {
+                assert_eq!(key_of(good.as_bytes()), good);
+            }
+            assert_eq!(key_bytes(good).as_ref(), good.as_bytes(), "{good:?}");
+        }
+        assert_eq!(key_literal("a'b").unwrap(), "E'a''b'");
+    }
+
     #[test]
     fn a_page_s_jobs_are_read_by_its_span() {
         let span = super::terminal::Span {
@@ -1223,8 +1396,102 @@ mod tests {
         ));
         assert_eq!(
             parse_row(&3i16.to_be_bytes(), &mut fields).err().unwrap(),
-            "a row of 3 fields where the statement reads 19"
+            "a row of 3 fields where the statement reads 20"
         );
         assert!(parse_header(b"PGCOPY\n\xff\r\n\x01xxxxxxxx").is_err());
+    }
+
+    /// A row whose text is not UTF-8 is left out as any row that cannot be read: a job's own
+    /// row (`job_id`, `queue`) leaves the job out, named with those bytes as `\xNN` and keyed
+    /// by its exact bytes, its runs skipped; a run's (`run_id`, `node`, `failure_category`,
+    /// `failure_subcategory`) leaves that run out, the job kept with its other runs. No text
+    /// is guessed (`�`), and the rows after it are read.
+    #[test]
+    fn a_row_whose_text_is_not_utf8_is_left_out_and_the_rows_after_it_are_read() {
+        let row = |values: &[(usize, &[u8])]| {
+            let mut buf = Vec::new();
+            let mut fields = [None; FIELDS];
+            for &(col, bytes) in values {
+                fields[col] = Some((buf.len(), buf.len() + bytes.len()));
+                buf.extend_from_slice(bytes);
+            }
+            (buf, fields)
+        };
+        let zero = 0i64.to_be_bytes();
+        let state = 4i16.to_be_bytes();
+        let run = |id: &'static [u8], queue: &'static [u8], run: &'static [u8], col: usize, value: &'static [u8]| {
+            let mut r = vec![
+                (JOB_ID, id),
+                (MEMORY, &zero[..]),
+                (CPU, &zero[..]),
+                (GPU, &zero[..]),
+                (SUBMITTED, &zero[..]),
+                (QUEUE, queue),
+                (RUN_ID, run),
+                (STATE, &state[..]),
+            ];
+            match r.iter_mut().find(|(c, _)| *c == col) {
+                Some(kept) => kept.1 = value,
+                None => r.push((col, value)),
+            }
+            r
+        };
+        let mut group = Group {
+            current: None,
+            current_id: Vec::new(),
+            skipping: false,
+            held: 0,
+            pending: VecDeque::new(),
+            inflater: Inflater::new(),
+        };
+        let rows = [
+            run(b"ml-05\xff\x1b", b"ml", b"r1", NODE, b"n1"),
+            run(b"ml-05\xff\x1b", b"ml", b"r2", NODE, b"n2"),
+            run(b"ml-06", b"ml", b"r1", NODE, b"n\xc3"),
+            run(b"ml-06", b"ml", b"r\xff2", NODE, b"n2"),
+            run(b"ml-06", b"ml", b"r3", CATEGORY, b"oom\xfe"),
+            run(b"ml-06", b"ml", b"r4", SUBCATEGORY, b"\xe2\x82"),
+            run(b"ml-06", b"ml", b"r5", NODE, b"n5"),
+            run(b"ml-07", b"ml\xfe", b"r1", NODE, b"n1"),
+            run(b"ml-08", b"ml", b"r1", NODE, b"n1"),
+        ];
+        for r in &rows {
+            let (buf, fields) = row(r);
+            group.take(&Row {
+                buf: &buf,
+                fields: &fields,
+            });
+        }
+        group.flush();
+        let said: Vec<String> = group
+            .pending
+            .iter()
+            .map(|item| match item {
+                Item::Bad(e) => format!("{} [{}]", e.left_out(), e.job_key().escape_debug()),
+                Item::Job(j) => {
+                    let runs: Vec<&str> = j.runs.iter().map(|r| r.run_id.as_str()).collect();
+                    format!("{}: {runs:?}, {} unreadable", j.job.job_id, j.unreadable_runs)
+                }
+            })
+            .collect();
+        assert_eq!(
+            said,
+            [
+                "job `ml-05\\xff\u{1b}`: column job_id: not UTF-8 (byte 5); job left out [\\06d6c2d3035ff1b]",
+                "job `ml-06` run `r1`: column node: not UTF-8 (byte 1); run left out [ml-06]",
+                "job `ml-06` run `r\\xff2`: column run_id: not UTF-8 (byte 1); run left out [ml-06]",
+                "job `ml-06` run `r3`: column failure_category: not UTF-8 (byte 3); run left out [ml-06]",
+                "job `ml-06` run `r4`: column failure_subcategory: not UTF-8 (byte 0); run left out [ml-06]",
+                "ml-06: [\"r5\"], 4 unreadable",
+                "job `ml-07`: column queue: not UTF-8 (byte 2); job left out [ml-07]",
+                "ml-08: [\"r1\"], 0 unreadable",
+            ]
+        );
+        // The key gives the id's bytes back exactly (`watch`'s cursor and the polls that
+        // read its span again).
+        let Item::Bad(e) = &group.pending[0] else {
+            unreachable!()
+        };
+        assert_eq!(key_bytes(e.job_key()).as_ref(), b"ml-05\xff\x1b");
     }
 }

@@ -121,7 +121,9 @@ impl Iterator for ExportSource<'_> {
             Some(Ok(Event::History(h))) => Body::History(h),
             Some(Ok(Event::LeftOut(e))) => Body::LeftOut {
                 text: e.left_out(),
-                job: e.job_id.clone(),
+                // Named by its key: an id that is not UTF-8 by its exact bytes, as a
+                // shard's ranks name it.
+                job: e.job_key().to_string(),
             },
         };
         self.record(None);

@@ -21,6 +21,12 @@
 //! | 10 RUN_MAX_RUNS_EXCEEDED | left out and counted; the history ends there: the scheduler's own `maxAttemptedRuns` ended the job, not a run of it |
 //! | anything else | left out and counted as an unknown state |
 //!
+//! The job's `job.state` is written as its `state` (SUCCEEDED 4 `succeeded`; FAILED 5,
+//! PREEMPTED 7 and REJECTED 9 `failed`; CANCELLED 6 `cancelled`) when its record is complete
+//! ([`record_complete`]) and whole: every run read and written (none in flight, RUN_TERMINATED,
+//! RUN_MAX_RUNS_EXCEEDED, of an unknown state, or a row its source could not read). Otherwise it
+//! is left out: the replay's runs are not all the job had, and their end is no evidence.
+//!
 //! Any run written takes `events` (and an `Evicted` or `DeadlineExceeded` pod reason, as a
 //! condition) from `debug` when it holds the executor's debug document ([`debug_doc`]);
 //! other debug text is counted, not read.
@@ -109,11 +115,41 @@ pub mod state {
 
 /// Lookout's terminal `job.state`s (contract/lookout/README.md).
 pub mod job_state {
+    use crate::model::failure_history::JobEnd;
+
     pub const SUCCEEDED: i16 = 4;
     pub const FAILED: i16 = 5;
     pub const CANCELLED: i16 = 6;
     pub const PREEMPTED: i16 = 7;
     pub const REJECTED: i16 = 9;
+
+    /// The REST API's names (`state`), index = value − 1.
+    pub const NAMES: [&str; 9] = [
+        "QUEUED",
+        "PENDING",
+        "RUNNING",
+        "SUCCEEDED",
+        "FAILED",
+        "CANCELLED",
+        "PREEMPTED",
+        "LEASED",
+        "REJECTED",
+    ];
+
+    pub fn from_name(name: &str) -> Option<i16> {
+        NAMES.iter().position(|n| *n == name).map(|i| i as i16 + 1)
+    }
+
+    /// A terminal state as the history's `job.state` says it (as `watch`'s `outcome` label
+    /// reads it): PREEMPTED and REJECTED end the job failed. `None`: the job is not ended.
+    pub fn end(state: i16) -> Option<JobEnd> {
+        match state {
+            SUCCEEDED => Some(JobEnd::Succeeded),
+            FAILED | PREEMPTED | REJECTED => Some(JobEnd::Failed),
+            CANCELLED => Some(JobEnd::Cancelled),
+            _ => None,
+        }
+    }
 }
 
 /// Whether a run's state is one Lookout's ingester writes last: the run runs no more.
@@ -148,6 +184,8 @@ pub struct JobRow {
     pub submitted: Option<Timestamp>,
     /// `job.annotations` (a JSON object of strings; NULL is none).
     pub annotations: BTreeMap<String, String>,
+    /// `job.state` (`None` when the source does not say).
+    pub state: Option<i16>,
 }
 
 /// One `job_run` row, decoded by its source.
@@ -177,6 +215,9 @@ pub struct RunRow {
 pub struct LookoutJob {
     pub job: JobRow,
     pub runs: Vec<RunRow>,
+    /// Rows of its runs the source could not read (each reported as an `Item::Bad`): its
+    /// record is not whole.
+    pub unreadable_runs: u32,
 }
 
 /// Bytes of error text kept per run: a longer text is cut there and ends with
@@ -235,11 +276,16 @@ pub enum Place {
 /// (the run, or the job when it is the job's own row).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RowError {
+    /// The job's id as the report shows it (the bytes of an id that are not UTF-8 as `\xNN`,
+    /// so that the row can be found: `WHERE job_id = E'…\xNN'`).
     pub job_id: String,
     /// `None` when the job's own row is the problem (the whole job is left out).
     pub run_id: Option<String>,
     pub place: Place,
     pub message: String,
+    /// The job's key as its source names it when that is not `job_id`: an id whose bytes are
+    /// not UTF-8, as `lookout::db::key_of` keeps it ([`RowError::job_key`]).
+    pub key: Option<String>,
 }
 
 impl RowError {
@@ -249,6 +295,7 @@ impl RowError {
             run_id: None,
             place,
             message: message.into(),
+            key: None,
         }
     }
 
@@ -258,7 +305,14 @@ impl RowError {
             run_id: Some(run_id.to_string()),
             place,
             message: message.into(),
+            key: None,
         }
+    }
+
+    /// The job as its source's keys name it (`watch`'s pages, a shard's ranks): its id, or the
+    /// key of an id that is not UTF-8.
+    pub fn job_key(&self) -> &str {
+        self.key.as_deref().unwrap_or(&self.job_id)
     }
 
     /// The report of the row: `job `J` run `R`: column C: why; run left out` (the whole
@@ -310,9 +364,17 @@ fn resources(cpu: i64, gpu: i64) -> Option<Resources> {
 /// classified run's text (none: texts are kept whole, counted). `Err` only when the job's
 /// own row cannot be mapped (a negative memory): the job is then left out.
 pub fn map_job(src: LookoutJob, hints: Option<&Hints>) -> Result<Mapped, RowError> {
+    // How the record ends the job, when it is complete (docs/lookout.md "Mapping"): written
+    // below only if every run is written too.
+    let end = src
+        .job
+        .state
+        .filter(|s| src.unreadable_runs == 0 && record_complete(&src, *s))
+        .and_then(job_state::end);
     let LookoutJob {
         job: j,
         runs: mut order,
+        ..
     } = src;
     if j.memory < 0 {
         return Err(RowError::job(
@@ -358,6 +420,9 @@ pub fn map_job(src: LookoutJob, hints: Option<&Hints>) -> Result<Mapped, RowErro
     let mut runs = Vec::with_capacity(order.len());
     let mut prev_end = job.submitted_at;
     let total = order.len();
+    // Every run is written: a run left out leaves the record's end unsaid (the runs the
+    // replay sees are not all the job had, so its end is no evidence against them).
+    let mut whole = true;
     for (i, r) in order.into_iter().enumerate() {
         let mut run = Run {
             node: r.node,
@@ -372,11 +437,13 @@ pub fn map_job(src: LookoutJob, hints: Option<&Hints>) -> Result<Mapped, RowErro
                 break;
             }
             state::MAX_RUNS_EXCEEDED => {
+                whole = false;
                 notes.max_runs_exceeded += 1;
                 notes.after_max_runs += (total - i - 1) as u64;
                 break;
             }
             state::TERMINATED => {
+                whole = false;
                 notes.terminated += 1;
                 continue;
             }
@@ -479,6 +546,7 @@ pub fn map_job(src: LookoutJob, hints: Option<&Hints>) -> Result<Mapped, RowErro
                 }
             }
             _ => {
+                whole = false;
                 notes.unknown_state += 1;
                 continue;
             }
@@ -502,6 +570,10 @@ pub fn map_job(src: LookoutJob, hints: Option<&Hints>) -> Result<Mapped, RowErro
         runs.push(run);
         notes.runs += 1;
     }
+    let job = Job {
+        state: end.filter(|_| whole),
+        ..job
+    };
     let history = (!runs.is_empty()).then_some(FailureHistory {
         job,
         runs,

@@ -21,7 +21,8 @@
 //!
 //! Hostile rows (docs/lookout.md): a row a source cannot read is an [`Item::Bad`] (the run, or the
 //! job when it is the job's own row, is left out and reported), never the end of the stream;
-//! only a lost connection or an answer that is not Lookout's ends it, as `Err`.
+//! only a lost connection or an answer that is not Lookout's ends it, as `Err`. Text that is
+//! not UTF-8 (a `SQL_ASCII` database) is one such row.
 
 pub mod api;
 pub mod cluster;

@@ -56,6 +56,35 @@ pub struct Job {
     /// `job.resources` (docs/estimates.md): what the job requests, for its cost in GPU- and
     /// CPU-hours. No effect on decisions.
     pub resources: Option<Resources>,
+    /// `job.state`: how the record ends the job (docs/lookout.md: Lookout's `job.state` of a
+    /// job whose record is complete). `None`: the history does not say, and a replay that
+    /// retries after the last run leaves the job Pending. No effect on decisions: a replay
+    /// that would run a job the record ends `succeeded` or `failed` again is contradicted by
+    /// it (docs/what-if.md).
+    pub state: Option<JobEnd>,
+}
+
+/// How the record ends a job (`job.state`), as Lookout holds it: `succeeded`, `failed`
+/// (Lookout's FAILED, PREEMPTED and REJECTED) or `cancelled`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum JobEnd {
+    Succeeded,
+    Failed,
+    Cancelled,
+}
+
+impl JobEnd {
+    pub const NAMES: [&'static str; 3] = vocabulary::JOB_ENDS;
+    /// Every end, in the order of [`JobEnd::NAMES`].
+    pub const ALL: [JobEnd; 3] = [JobEnd::Succeeded, JobEnd::Failed, JobEnd::Cancelled];
+
+    pub fn as_str(self) -> &'static str {
+        Self::NAMES[self as usize]
+    }
+
+    pub fn parse(text: &str) -> Option<JobEnd> {
+        Self::NAMES.iter().position(|n| *n == text).map(|i| Self::ALL[i])
+    }
 }
 
 /// A job's resource requests (docs/estimates.md), each a Kubernetes quantity in the document
@@ -381,6 +410,9 @@ fn decode_job(dec: &mut Decoder, f: &super::decode::Fields<'_>, job: &mut Job) {
             }
         }
     }
+    if let Some(v) = f.get("state") {
+        job.state = dec.enumeration(v, &f.path_of("state"), &JobEnd::NAMES, JobEnd::parse);
+    }
     if let Some(v) = f.get("resources") {
         let p = f.path_of("resources");
         if let Some(r) = dec.fields(v, &p, &super::fields::names(super::fields::HISTORY_RESOURCES)) {
@@ -692,6 +724,9 @@ pub fn failure_history_json(h: &FailureHistory) -> serde_json::Value {
         }
         job.insert("resources".into(), Value::Object(m));
     }
+    if let Some(e) = h.job.state {
+        job.insert("state".into(), json!(e.as_str()));
+    }
     let runs: Vec<Value> = h
         .runs
         .iter()
@@ -886,6 +921,28 @@ mod tests {
         );
     }
 
+    /// `job.state` decodes strictly and round-trips; a history without it has none.
+    #[test]
+    fn the_jobs_end_decodes_strictly_and_round_trips() {
+        let text = "apiVersion: armadaproject.io/v1\nkind: FailureHistory\njob: {id: j, state: failed}\nruns: [{}]\n";
+        let (h, errors) = decode(text);
+        assert_eq!(errors, Vec::<String>::new());
+        let h = h.unwrap();
+        assert_eq!(h.job.state, Some(JobEnd::Failed));
+        let json = failure_history_json(&h);
+        assert_eq!(json["job"].to_string(), r#"{"id":"j","state":"failed"}"#);
+        let (back, _) = decode(&json.to_string());
+        assert_eq!(back.unwrap(), h);
+        let (h, _) = decode("apiVersion: armadaproject.io/v1\nkind: FailureHistory\njob: {id: j}\nruns: [{}]\n");
+        assert_eq!(h.unwrap().job.state, None);
+        let (_, errors) =
+            decode("apiVersion: armadaproject.io/v1\nkind: FailureHistory\njob: {state: Pending}\nruns: [{}]\n");
+        assert_eq!(
+            errors,
+            ["3:14 job.state: unknown value `Pending`, expected one of `succeeded`, `failed`, `cancelled`"]
+        );
+    }
+
     #[test]
     fn timestamps_round_trip() {
         for (input, out) in [
@@ -986,6 +1043,10 @@ mod tests {
         for (i, f) in Final::ALL.into_iter().enumerate() {
             assert_eq!(f as usize, i);
             assert_eq!(Final::parse(f.as_str()), Some(f));
+        }
+        for (i, e) in JobEnd::ALL.into_iter().enumerate() {
+            assert_eq!(e as usize, i);
+            assert_eq!(JobEnd::parse(e.as_str()), Some(e));
         }
         assert_eq!(Outcome::LeaseReturned.as_str(), "leaseReturned");
         assert_eq!(Final::Pending.as_str(), "Pending");

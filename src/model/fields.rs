@@ -11,7 +11,9 @@
 //! with precise messages).
 
 use super::policy::Condition;
-use super::vocabulary::{API_V1, API_V1BETA1, DECISION_KINDS, EXECUTOR_PATHS, FINAL_STATES, OUTCOMES, POD_CONDITIONS};
+use super::vocabulary::{
+    API_V1, API_V1BETA1, DECISION_KINDS, EXECUTOR_PATHS, FINAL_STATES, JOB_ENDS, OUTCOMES, POD_CONDITIONS,
+};
 
 /// The type of a field's value.
 #[derive(Debug)]
@@ -443,6 +445,11 @@ pub const HISTORY_JOB: &[Field] = &[
         "resources",
         Ty::Object(HISTORY_RESOURCES),
         "The job's resource requests, for its cost in GPU- and CPU-hours (no effect on decisions).",
+    ),
+    f(
+        "state",
+        Ty::Enum(&JOB_ENDS),
+        "How the record ends the job (Lookout's `job.state`, written by `history` for a complete record): a replay that would run a job ended `succeeded` or `failed` again is contradicted by it. Default: the history does not say.",
     ),
 ];
 

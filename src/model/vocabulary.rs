@@ -1,6 +1,6 @@
 //! The fixed words of the documents that several modules spell: the `apiVersion` strings and
-//! the value names of the history's enumerations (a run's outcome, a job's final state, the
-//! pod-level conditions, the decision kinds of docs/engines.md).
+//! the value names of the history's enumerations (a run's outcome, how the record ends a job, a
+//! job's final state, the pod-level conditions, the decision kinds of docs/engines.md).
 //!
 //! Owns: those constants. A leaf: `document` (the envelope), `fields` (the field tables that
 //! `explain` and `schema` read), `failure_history`, `scheduler` and `encode` take them from here,
@@ -18,6 +18,10 @@ pub const OUTCOMES: [&str; 4] = ["failed", "succeeded", "leaseReturned", "cancel
 /// executor's paths failed or returned the run, and so what its classifier was given
 /// (docs/categorizer.md "Which matchers see what").
 pub const EXECUTOR_PATHS: [&str; 4] = ["stuckPod", "failedPodCheck", "failedPod", "unclassified"];
+
+/// `job.state`, in the order of `failure_history::JobEnd`: how the record ends the job, as
+/// Lookout holds it (docs/lookout.md).
+pub const JOB_ENDS: [&str; 3] = ["succeeded", "failed", "cancelled"];
 
 /// `expect.final`, in the order of `failure_history::Final`.
 pub const FINAL_STATES: [&str; 4] = ["Succeeded", "Failed", "Cancelled", "Pending"];

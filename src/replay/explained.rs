@@ -1,7 +1,8 @@
 //! Whether the baseline explains the record (docs/what-if.md "Does the baseline explain the
 //! record?"): every job a comparison replays under its baseline, and those whose record
 //! contradicts it (a run after the job's end, a run it would not have started, a run on a
-//! node its requeue avoids), counted as a plain `simulate` counts contradictions, with the
+//! node its requeue avoids, a job the record ends that it would run again), counted as a
+//! plain `simulate` counts contradictions (the engine's job report makes them), with the
 //! first of them in input order whatever the split into workers or shards.
 //!
 //! Owns: [`Explained`] and its words. Must not: replay (the comparison's workers hand each job

@@ -16,8 +16,8 @@ use std::collections::BTreeMap;
 
 use crate::model::duration::GoDuration;
 use crate::model::failure_history::{
-    Container, ExecutorPath, FailureHistory, Final, Job, JobExpect, Outcome, PodEvent, Resources, Run, RunExpect,
-    StartedAt, Timestamp,
+    Container, ExecutorPath, FailureHistory, Final, Job, JobEnd, JobExpect, Outcome, PodEvent, Resources, Run,
+    RunExpect, StartedAt, Timestamp,
 };
 use crate::model::policy::{Action, Condition};
 
@@ -50,6 +50,7 @@ pub fn pack(packer: &mut Packer, history: &FailureHistory, out: &mut Vec<u8>) {
         submitted_at,
         gang_cardinality,
         resources,
+        state,
     } = job;
     let start = out.len();
     out.extend_from_slice(&[0; 4]);
@@ -79,6 +80,7 @@ pub fn pack(packer: &mut Packer, history: &FailureHistory, out: &mut Vec<u8>) {
             w.opt(*gpu_milli, Writer::uint);
         }
     }
+    w.opt(state.map(|e| place_of(&JobEnd::ALL, &e)), Writer::uint);
     w.uint(runs.len() as u64);
     for run in runs {
         w.run(run);
@@ -144,6 +146,7 @@ pub fn unpack(bytes: &[u8], into: &mut FailureHistory) -> Result<(), Damaged> {
             gpu_milli: r.opt(Reader::uint)?,
         })
     })?;
+    job.state = r.opt(|r| r.pick(&JobEnd::ALL))?;
     let n = r.len()?;
     into.runs.truncate(n);
     for k in 0..n {
@@ -596,6 +599,7 @@ mod tests {
                     memory: Some(f64::MAX),
                     gpu_milli: None,
                 }),
+                state: Some(JobEnd::Cancelled),
             },
             runs: vec![run.clone(), Run::default(), run],
             expect: Some(JobExpect {

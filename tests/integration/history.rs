@@ -860,3 +860,197 @@ fn resources_from_lookout_rows_count_gpu_and_cpu_hours() {
     assert!((hours("cpuHours", "expected") - cpu).abs() < 1e-9, "{compute} vs {cpu}");
     assert!((compute["expected"].as_f64().unwrap() - pending.iter().map(|j| expected(j)).sum::<f64>()).abs() < 1e-6);
 }
+
+/// How each job ended (docs/lookout.md "Mapping"): Lookout's `job.state` is exported as
+/// `state` for a job whose record is complete, and only then (a job ending before a run still
+/// in flight is written without it). Replayed against a baseline that retries the failure, the
+/// job the record ends `failed` contradicts it, with its words; a user's cancel does not; and
+/// the same history without `state` (as a hand-written one) replays as it always did.
+#[test]
+fn the_jobs_end_is_exported_and_contradicts_a_baseline_that_runs_it_again() {
+    let Some(mut db) = pg::lookout_db("job_end") else {
+        return;
+    };
+    let failed = r#"{"node":"n1","queuedFor":"10s","runFor":"1m","containers":[{"exitCode":1,"message":"boom"}],"executorPath":"failedPod"}"#;
+    let job = |id: &str, state: &str, runs: &str| {
+        format!(
+            r#"{{"apiVersion":"armadaproject.io/v1","kind":"FailureHistory","job":{{"id":"{id}","queue":"ml","submittedAt":"2026-11-16T08:00:00Z","state":"{state}"}},"runs":[{runs}]}}"#
+        )
+    };
+    let week = [
+        job("e-cancelled", "cancelled", failed),
+        job("e-failed", "failed", failed),
+        job("e-flight", "failed", &format!("{failed},{failed}")),
+    ]
+    .join("\n");
+    crate::support::lookout_rows::load(&mut db, &week, "");
+    // Read between the ingester's transactions: the job FAILED, its second run still running.
+    db.client
+        .batch_execute(
+            "UPDATE job_run SET job_run_state = 2, finished = NULL WHERE run_id = \
+             (SELECT latest_run_id FROM job WHERE job_id = 'e-flight')",
+        )
+        .unwrap();
+    let home = temp_home();
+    let (file, err) = export_week(home.path(), &db);
+    assert_eq!(
+        err,
+        "history: exported 3 jobs and 3 runs of queue `ml`\n\
+         what Lookout could not tell (counts, nothing guessed):\n\
+         \x20        1  jobs end before a run still in flight (pending, leased or running)\n\
+         \x20        1  runs left out: in flight, or after one in flight\n\
+         \x20        3  failed or preempted runs without a failure category\n\
+         \x20        3  exit codes are the first non-zero container's only (one unnamed container written)\n"
+    );
+    let exported = std::fs::read_to_string(&file).unwrap();
+    let lines: Vec<&str> = week.lines().collect();
+    assert_eq!(
+        exported,
+        format!(
+            "{}\n{}\n{}\n",
+            lines[0],
+            lines[1],
+            job("e-flight", "", failed).replace(r#","state":"""#, "")
+        )
+    );
+
+    let policy = home.path().join("today.yaml");
+    std::fs::write(
+        &policy,
+        "apiVersion: armadaproject.io/v1\nkind: RetryPolicy\nmetadata: {name: today}\nspec:\n  retryLimit: 3\n  rules:\n    - {action: Retry, onExitCodes: {operator: In, values: [1]}}\n\
+         ---\napiVersion: armadaproject.io/v1beta1\nkind: Queue\nname: ml\npriorityFactor: 1.0\nretryPolicies: [today]\n",
+    )
+    .unwrap();
+    let simulate = |history: &Path, extra: &[&str]| {
+        retryctl(home.path())
+            .args(["simulate", "-f"])
+            .arg(&policy)
+            .args(extra)
+            .arg("--history")
+            .arg(history)
+            .output()
+            .unwrap()
+    };
+    let baseline = ["--baseline", policy.to_str().unwrap()];
+    let out = simulate(&file, &baseline);
+    assert_eq!(out.status.code(), Some(0), "{}", crate::support::format_output(&out));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("  today's policy explains 2 of 3 jobs (1 contradicts it: e-failed)\n"),
+        "{text}"
+    );
+    let out = simulate(&file, &[]);
+    assert_eq!(
+        String::from_utf8(out.stderr).unwrap(),
+        "warning: job `e-failed`: history contradicts the decisions: the record ends it after run 0; today's policy runs it again\n"
+    );
+
+    // Without `state`, as a hand-written history: every job Pending, none contradicting.
+    let bare = home.path().join("bare.jsonl");
+    std::fs::write(
+        &bare,
+        exported
+            .replace(r#","state":"cancelled""#, "")
+            .replace(r#","state":"failed""#, ""),
+    )
+    .unwrap();
+    let out = simulate(&bare, &baseline);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("  today's policy explains 3 of 3 jobs (none contradicts it)\n"),
+        "{text}"
+    );
+    let out = simulate(&bare, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", crate::support::format_output(&out));
+    assert_eq!(String::from_utf8(out.stderr).unwrap(), "");
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("  outcomes:  0 succeeded, 0 failed, 0 cancelled, 3 pending\n"),
+        "{text}"
+    );
+}
+
+/// Bytes that are not UTF-8 in Lookout's text columns (a `SQL_ASCII` database keeps whatever
+/// it is given) make that row unreadable, as an `infinity` time does (docs/lookout.md): it is
+/// left out, said on stderr in the words of any row left out (the id's bytes that are not
+/// UTF-8 as `\xNN`, its ESC escaped, so the row can be found), counted in the summary, and the
+/// rows after it are read; exit 0, `--strict` 1 with the same output. Here a copy of `b-1`
+/// whose `job_id` holds ESC and 0xFF (sorted between `b-1` and `b-2`: the job left out), and
+/// the failed run of `b-2` whose `node` and `failure_category` hold bytes that are not UTF-8
+/// (that run left out, `b-2` exported with its other run, its end unsaid as for any job with a
+/// run left out). Nothing is read with `�`.
+#[test]
+fn a_row_whose_text_is_not_utf8_is_left_out_counted_and_the_rows_after_it_exported() {
+    let Some(mut db) = pg::lookout_db_encoded("history_bytes", "SQL_ASCII") else {
+        return;
+    };
+    let failed = r#"{"node":"n1","queuedFor":"10s","runFor":"1m","containers":[{"exitCode":1,"message":"boom"}],"executorPath":"failedPod"}"#;
+    let succeeded = r#"{"node":"n2","queuedFor":"10s","runFor":"1m","outcome":"succeeded"}"#;
+    let job = |id: &str, runs: &str| {
+        format!(
+            r#"{{"apiVersion":"armadaproject.io/v1","kind":"FailureHistory","job":{{"id":"{id}","queue":"ml","submittedAt":"2026-11-16T08:00:00Z","state":"succeeded"}},"runs":[{runs}]}}"#
+        )
+    };
+    let both = format!("{failed},{succeeded}");
+    let week = [job("b-1", &both), job("b-2", &both), job("b-3", succeeded)].join("\n");
+    crate::support::lookout_rows::load(&mut db, &week, "");
+    db.client
+        .batch_execute(
+            "CREATE TEMP TABLE j AS SELECT * FROM job WHERE job_id = 'b-1'; \
+             CREATE TEMP TABLE r AS SELECT * FROM job_run WHERE job_id = 'b-1'; \
+             UPDATE j SET job_id = E'b-1\\x1b\\xff'; \
+             UPDATE r SET job_id = E'b-1\\x1b\\xff', run_id = 'f' || substr(run_id, 2); \
+             INSERT INTO job SELECT * FROM j; INSERT INTO job_run SELECT * FROM r; \
+             UPDATE job_run SET node = E'n\\xfe1', failure_category = E'oom\\xc3' \
+             WHERE job_id = 'b-2' AND node = 'n1'",
+        )
+        .unwrap();
+    let bad_run: String = db
+        .client
+        .query_one("SELECT run_id FROM job_run WHERE job_id = 'b-2' AND node <> 'n2'", &[])
+        .unwrap()
+        .get(0);
+    let home = temp_home();
+    let args = [
+        "--queue",
+        "ml",
+        "--lookout-db",
+        &db.dsn,
+        WINDOW[0],
+        WINDOW[1],
+        WINDOW[2],
+        WINDOW[3],
+    ];
+    let out = history(home.path(), &args);
+    assert_eq!(out.status.code(), Some(0), "{}", crate::support::format_output(&out));
+    // The jobs around the bad rows whole; `b-2` with the run that could be read, its end
+    // unsaid and its wait counted from the submission (a run of it left out, as mapped for
+    // any run left out).
+    let lines: Vec<&str> = week.lines().collect();
+    let b2 = job("b-2", &succeeded.replacen("10s", "1m20s", 1)).replacen(r#","state":"succeeded""#, "", 1);
+    assert_eq!(
+        String::from_utf8(out.stdout.clone()).unwrap(),
+        format!("{}\n{b2}\n{}\n", lines[0], lines[2])
+    );
+    assert_eq!(
+        String::from_utf8(out.stderr.clone()).unwrap(),
+        format!(
+            "warning: job `b-1\\x1b\\xff`: column job_id: not UTF-8 (byte 4); job left out\n\
+             warning: job `b-2` run `{bad_run}`: column node: not UTF-8 (byte 1); run left out\n\
+             history: exported 3 jobs and 4 runs of queue `ml`\n\
+             history: left out 1 job and 1 run whose rows could not be read (reported above)\n\
+             what Lookout could not tell (counts, nothing guessed):\n\
+             \x20        1  failed or preempted runs without a failure category\n\
+             \x20        1  exit codes are the first non-zero container's only (one unnamed container written)\n"
+        )
+    );
+    let strict = history(home.path(), &[&args[..], &["--strict"]].concat());
+    assert_eq!(
+        strict.status.code(),
+        Some(1),
+        "{}",
+        crate::support::format_output(&strict)
+    );
+    assert_eq!(strict.stdout, out.stdout);
+    assert_eq!(strict.stderr, out.stderr);
+}

@@ -610,3 +610,121 @@ fn the_readme_route_on_a_two_queue_cluster_rejects_naming_the_other_queue() {
         "loses 10 jobs of queue batch today's policy saves (`01m7zzbatch00`, `01m7zzbatch01`, `01m7zzbatch02`, `01m7zzbatch03`, `01m7zzbatch04` and 5 more)",
     );
 }
+
+/// Each job's end as Lookout holds it is evidence (docs/what-if.md "Does the baseline explain
+/// the record?"). The week, loaded into Lookout as its ingester writes it (each job's
+/// `job.state` the end of its runs: the loader is given the week without `state`) and
+/// exported, is the committed week, `state` included. Against `current/` as the cluster ran it
+/// (`retryLimit: 3`) every job is explained; against a `current/` at `retryLimit: 5`, the 255
+/// jobs the cluster failed at their 4th run, which that baseline would run again, contradict
+/// it: `suggest`'s verdict is `reject`, naming them, and `simulate` says why for each.
+#[test]
+fn a_baseline_that_retries_more_than_the_cluster_did_does_not_explain_the_week() {
+    let Some(mut db) = pg::lookout_db("route_limit_5") else {
+        return;
+    };
+    let week = fs::read_to_string(root().join(WEEK)).unwrap();
+    let without_state: String = histories(&week)
+        .into_iter()
+        .map(|mut h| {
+            assert!(h["job"].as_object_mut().unwrap().remove("state").is_some(), "{h}");
+            format!("{h}\n")
+        })
+        .collect();
+    let deployed = fs::read_to_string(root().join(CURRENT).join("executor.yaml")).unwrap();
+    lookout_rows::load(&mut db, &without_state, &deployed);
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    for (name, limit) in [("current", "retryLimit: 3"), ("current5", "retryLimit: 5")] {
+        fs::create_dir(dir.join(name)).unwrap();
+        for f in ["queues.yaml", "executor.yaml"] {
+            fs::copy(root().join(CURRENT).join(f), dir.join(name).join(f)).unwrap();
+        }
+        let policies = fs::read_to_string(root().join(CURRENT).join("policies.yaml")).unwrap();
+        assert!(policies.contains("retryLimit: 3"));
+        fs::write(
+            dir.join(name).join("policies.yaml"),
+            policies.replace("retryLimit: 3", limit),
+        )
+        .unwrap();
+    }
+    // The route's export: every queue, the deployed categorizer's hints taken off.
+    let out = run(
+        dir,
+        "http://127.0.0.1:1",
+        &[
+            strings(&[
+                "history",
+                "--lookout-db",
+                &db.dsn,
+                "--categorizer",
+                "current/executor.yaml",
+            ]),
+            strings(&pg::WINDOW),
+        ]
+        .concat(),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let (exported, committed) = (histories(&text), histories(&week));
+    assert_eq!(exported.len(), committed.len());
+    for (e, c) in exported.iter().zip(&committed) {
+        assert_eq!(e, c, "the export is not the committed week");
+    }
+    fs::write(dir.join("week.jsonl"), text).unwrap();
+    let exported = "week.jsonl";
+
+    let suggest = |current: &str| {
+        run(
+            dir,
+            "http://127.0.0.1:1",
+            &strings(&["suggest", "--history", exported, "--queue", "ml", "--baseline", current]),
+        )
+    };
+    let today = suggest("current/");
+    assert_eq!(today.status.code(), Some(0), "{}", format_output(&today));
+    let out = String::from_utf8(today.stdout).unwrap();
+    assert!(
+        out.contains("  today's policy explains 1174 of 1174 jobs (none contradicts it)\n"),
+        "{out}"
+    );
+
+    let more = suggest("current5/");
+    assert_eq!(more.status.code(), Some(1), "{}", format_output(&more));
+    let out = String::from_utf8(more.stdout).unwrap();
+    assert!(
+        out.contains(
+            "  today's policy explains 919 of 1174 jobs (255 contradict it: 01m7ea73t8qcegbqvhrhp5rvf5, \
+             01m7eddh58hgephw84eq2r3qca, 01m7eh470gadnd8q1hjk2c2mg4, 01m7ehptq04xrwcbv8wrwmffy9, \
+             01m7ej0m68cj2hytrrcs8cjpbc and 250 more)\n"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains(
+            "\nVerdict: reject (do not adopt): the baseline does not explain the record: 255 jobs contradict it; \
+             is it what the cluster ran?\n"
+        ),
+        "{out}"
+    );
+
+    // Why, job by job: the record ends the job after its 4th run (run 3), where a limit of 5
+    // runs it again.
+    let plain = run(
+        dir,
+        "http://127.0.0.1:1",
+        &strings(&["simulate", "-f", "current5/", "--history", exported]),
+    );
+    assert_eq!(plain.status.code(), Some(0), "{}", format_output(&plain));
+    let err = String::from_utf8(plain.stderr).unwrap();
+    // After the scheduler's assumed settings, said once first.
+    assert!(
+        err.starts_with(
+            "scheduler: upstream's shipped defaults: globalMaxRetries 5, maxRetries 3 (4 attempts); \
+             the retry engine assumed enabled: pass --scheduler-config\n\
+             warning: job `01m7ea73t8qcegbqvhrhp5rvf5`: history contradicts the decisions: the record ends it after run 3; \
+             today's policy runs it again\n"
+        ),
+        "{err}"
+    );
+}

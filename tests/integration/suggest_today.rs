@@ -844,7 +844,7 @@ fn the_printed_commands_carry_the_gates_and_the_executor_config() {
 /// today's Armada before it wrote v1beta1 by default): its executor's config says the cluster
 /// runs today's Armada, so the proposal is refused naming the cause and the fix (exit 2,
 /// nothing on stdout), as with `--engine upstream`; `--engine design` proposes in the design
-/// dialect all the same.
+/// dialect all the same (rejected: that engine runs again the jobs the record ends).
 #[test]
 fn a_current_in_the_design_dialect_is_refused_for_today_s_armada() {
     let home = temp_home();
@@ -895,12 +895,26 @@ fn a_current_in_the_design_dialect_is_refused_for_today_s_armada() {
         &root().join(crate::support::UPSTREAM_SCHEDULER[1]).display().to_string(),
     ]);
     assert_eq!(crate::support::format_output(&upstream), refused("`--engine upstream`"));
+    // Proposed, not refused: in the design dialect, whose engine runs again the 60 jobs the
+    // record ends at their preemption (`failed`), so the baseline does not explain the week
+    // and the verdict is reject (exit 1), the proposal written all the same.
     let design = suggest(&["-o", "policy", "--engine", "design"]);
     assert_eq!(
         design.status.code(),
-        Some(0),
+        Some(1),
         "{}",
         crate::support::format_output(&design)
     );
-    assert!(String::from_utf8_lossy(&design.stdout).contains("apiVersion: armadaproject.io/v1\nkind: RetryPolicy\n"));
+    let proposal = String::from_utf8_lossy(&design.stdout);
+    assert!(
+        proposal.starts_with(
+            "# verdict: reject (do not adopt): the baseline does not explain the record: 60 jobs contradict it; \
+             is it what the cluster ran?\n"
+        ),
+        "{proposal}"
+    );
+    assert!(
+        proposal.contains("apiVersion: armadaproject.io/v1\nkind: RetryPolicy\n"),
+        "{proposal}"
+    );
 }

@@ -260,3 +260,101 @@ fn watch_refuses_at_the_start_what_no_poll_can_fix() {
     assert!(!err.contains("s3cret"), "{err}");
     assert!(!Path::new(&home.path().join("s.json")).exists());
 }
+
+/// Loads the week's first 5 jobs (ended 3 minutes ago) and a copy of the first whose id ends
+/// with `suffix` (a SQL literal) that ends after them (2 minutes ago), `copy` (SQL `SET`
+/// items, or none) set in the copy's own row and `run` (a SQL `SET` item) in the second's
+/// one run. The first's and the second's ids, and the second's run's.
+fn five_and_a_copy(db: &mut pg::Db, suffix: &str, copy: &str, run: &str) -> (String, String, String) {
+    let lines = week();
+    crate::watch::arrive(&mut db.client, &lines[..5], "3 minutes");
+    let id = |n: usize| {
+        let doc: serde_json::Value = serde_json::from_str(&lines[n]).unwrap();
+        doc["job"]["id"].as_str().unwrap().to_string()
+    };
+    let (first, second) = (id(0), id(1));
+    db.client
+        .batch_execute(&format!(
+            "CREATE TEMP TABLE j AS SELECT * FROM job WHERE job_id = '{first}'; \
+             CREATE TEMP TABLE r AS SELECT * FROM job_run WHERE job_id = '{first}'; \
+             UPDATE j SET job_id = job_id || {suffix}, \
+             last_transition_time = (now() AT TIME ZONE 'UTC') - interval '2 minutes'{copy}; \
+             UPDATE r SET job_id = job_id || {suffix}, run_id = 'f' || substr(run_id, 2); \
+             INSERT INTO job SELECT * FROM j; INSERT INTO job_run SELECT * FROM r; \
+             UPDATE job_run SET {run} WHERE job_id = '{second}'"
+        ))
+        .unwrap();
+    let runs = db
+        .client
+        .query("SELECT run_id FROM job_run WHERE job_id = $1", &[&second])
+        .unwrap();
+    assert_eq!(runs.len(), 1, "the second job has one run");
+    (first, second, runs[0].get(0))
+}
+
+/// Bytes that are not UTF-8 in Lookout's text columns (a `SQL_ASCII` database) make that row
+/// unreadable, as an `infinity` time does (docs/lookout.md): a job whose `job_id` holds ESC
+/// and 0xFF, the last of the jobs ended, is left out, and so is the one run of a job whose
+/// `node` does not decode (that job then waits `--settle` for a run and is counted as its
+/// record stands). Each row is said once on the log in `history`'s words and counted once in
+/// `retryctl_watch_unreadable_rows_total`, however many polls read it again (its span, or the
+/// job waiting); every poll succeeds, and the cursor goes on past the id's exact bytes: the
+/// jobs that end after it are counted. The counters are those of the same rows made
+/// unreadable by an `infinity` time in a UTF-8 database.
+#[test]
+fn a_row_whose_text_is_not_utf8_is_left_out_counted_once_and_the_jobs_after_it_are_counted() {
+    let Some(mut db) = pg::lookout_db_encoded("watch_bytes", "SQL_ASCII") else {
+        return;
+    };
+    let Some(mut plain) = pg::lookout_db("watch_bytes_plain") else {
+        return;
+    };
+    let lines = week();
+    let (first, second, run) = five_and_a_copy(&mut db, r"E'\x1b\xff'", "", r"node = E'node-36\xfe'");
+    five_and_a_copy(
+        &mut plain,
+        "'-copy'",
+        ", submitted = 'infinity'",
+        "finished = 'infinity'",
+    );
+    crate::watch::arrive(&mut plain.client, &lines[5..10], "1 minute");
+    let unreadable = |m: &crate::watch::Metrics| m.sum("retryctl_watch_unreadable_rows_total", &[]);
+    let polls = |m: &crate::watch::Metrics| m.sum("retryctl_watch_last_poll_success_timestamp_seconds", &[]);
+    let settle = ["--settle", "2s"];
+    let home = temp_home();
+    let mut w = Watch::start(home.path(), &db.dsn, &state_file(home.path()), &settle);
+    // The second job counted once it waited `--settle`, as its record stands (no run to
+    // replay: not among the jobs); 2 rows left out (the copy's, the second's run), not one
+    // more for each poll that read the waiting job again.
+    let incomplete = |m: &crate::watch::Metrics| m.sum("retryctl_watch_incomplete_jobs_total", &[]);
+    let m = w.until("the second job counted", |m| incomplete(m) == 1.0);
+    assert_eq!((m.jobs(), unreadable(&m)), (4.0, 2.0), "{}", m.text);
+    // Three more polls over the same span (read again for 5 minutes): nothing is counted or
+    // said twice, at any scrape.
+    let seen = polls(&m);
+    w.until("three more polls", |m| {
+        assert_eq!((m.jobs(), incomplete(m), unreadable(m)), (4.0, 1.0, 2.0), "{}", m.text);
+        polls(m) > seen + 0.8
+    });
+    // Jobs that end after it: the cursor, at its bytes, goes on past them.
+    crate::watch::arrive(&mut db.client, &lines[5..10], "1 minute");
+    let m = w.until("the 5 jobs after it", |m| m.jobs() == 9.0);
+    assert_eq!(unreadable(&m), 2.0, "{}", m.text);
+    assert_eq!(m.sum("retryctl_watch_poll_errors_total", &[]), 0.0, "{}", m.text);
+    w.health(200);
+    // Counted as the same rows left out for an `infinity` time are.
+    let home_plain = temp_home();
+    let mut reference = Watch::start(home_plain.path(), &plain.dsn, &state_file(home_plain.path()), &settle);
+    let expected = reference.until("the 9 jobs and the second", |m| m.jobs() == 9.0 && incomplete(m) == 1.0);
+    assert_eq!(m.counted(), expected.counted());
+    let log = w.log();
+    let said: Vec<&str> = log.lines().filter(|l| l.starts_with("warning: ")).collect();
+    assert_eq!(
+        said,
+        [
+            format!("warning: job `{first}\\x1b\\xff`: column job_id: not UTF-8 (byte 27); job left out"),
+            format!("warning: job `{second}` run `{run}`: column node: not UTF-8 (byte 7); run left out"),
+        ],
+        "{log}"
+    );
+}

@@ -15,7 +15,7 @@
 //! (sent to the thread that holds stderr). Must not: count what a job adds up to
 //! (`watch::job`), or write stderr itself.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::mpsc::Sender;
@@ -432,27 +432,57 @@ impl Poller {
         let settle = self.watched.flags.settle;
         let held: Arc<Mutex<Page>> = Arc::default();
         let gate = {
-            let (keys, held) = (keys.clone(), held.clone());
-            stream.filter(move |item| {
-                let Ok(Item::Job(j)) = item else { return true };
-                let Some(key) = keys.get(&j.job.job_id) else {
-                    return true;
+            let held = held.clone();
+            let keys = keys.clone();
+            let mut stream = stream;
+            // A run's row left out comes before its job's own item: held until that says
+            // whether the job is counted now (then said and counted with it), dropped with a
+            // job held back (said when a later poll counts it): said and counted once.
+            let mut runs_left_out: Vec<anyhow::Result<Item>> = Vec::new();
+            let mut out: VecDeque<anyhow::Result<Item>> = VecDeque::new();
+            std::iter::from_fn(move || loop {
+                if let Some(item) = out.pop_front() {
+                    return Some(item);
+                }
+                let Some(item) = stream.next() else {
+                    out.extend(runs_left_out.drain(..));
+                    return out.pop_front();
                 };
-                let mut page = held.lock().unwrap_or_else(|e| e.into_inner());
-                if record_complete(j, key.state) {
-                    page.done.push((key.at, j.job.job_id.clone()));
-                    return true;
+                match &item {
+                    Ok(Item::Bad(e)) if e.run_id.is_some() && keys.contains_key(e.job_key()) => {
+                        runs_left_out.push(item);
+                        continue;
+                    }
+                    // A job's own row that cannot be read is left out once, as a job is
+                    // counted: the polls that read its span again skip it.
+                    Ok(Item::Bad(e)) => {
+                        if let (None, Some(key)) = (&e.run_id, keys.get(e.job_key())) {
+                            let mut page = held.lock().unwrap_or_else(|e| e.into_inner());
+                            page.done.push((key.at, e.job_key().to_string()));
+                        }
+                    }
+                    Ok(Item::Job(j)) => {
+                        if let Some(key) = keys.get(&j.job.job_id) {
+                            let mut page = held.lock().unwrap_or_else(|e| e.into_inner());
+                            let complete = record_complete(j, key.state);
+                            let since = key.since.unwrap_or(now);
+                            if !complete && now.saturating_sub(since) < settle {
+                                page.wait
+                                    .push((j.job.job_id.clone(), key.queue.clone(), key.at, key.state, since));
+                                runs_left_out.clear();
+                                continue;
+                            }
+                            if !complete {
+                                // Counted as its record stands, and counted apart.
+                                page.counters.add(Family::IncompleteJobs, &[&key.queue], 1);
+                            }
+                            page.done.push((key.at, j.job.job_id.clone()));
+                        }
+                    }
+                    Err(_) => {}
                 }
-                let since = key.since.unwrap_or(now);
-                if now.saturating_sub(since) >= settle {
-                    // Counted as its record stands, and counted apart.
-                    page.done.push((key.at, j.job.job_id.clone()));
-                    page.counters.add(Family::IncompleteJobs, &[&key.queue], 1);
-                    return true;
-                }
-                let id = j.job.job_id.clone();
-                page.wait.push((id, key.queue.clone(), key.at, key.state, since));
-                false
+                out.extend(runs_left_out.drain(..));
+                out.push_back(item);
             })
         };
         let source = ExportSource::new(Export::new(Box::new(gate)), self.watched.settings.clone(), "lookout-db");

@@ -909,6 +909,55 @@ fn a_returned_lease_keeps_the_nodes_the_last_retry_avoids() {
     );
 }
 
+/// A record that ends the job `failed` or `succeeded` (`job.state`) where the decisions would
+/// run it again contradicts them, in every replay that checks (a summary's too), under both
+/// engines; a user's cancel, a record the decisions end too and a history that does not say
+/// do not.
+#[test]
+fn a_record_that_ends_a_job_the_decisions_run_again_contradicts_them() {
+    let design = one_rule("{action: Retry, onExitCodes: {operator: In, values: [1]}}");
+    let upstream =
+        "apiVersion: armadaproject.io/v1beta1\nkind: RetryPolicy\nname: p\nretryLimit: 5\ndefaultAction: Retry\n";
+    let failed = "{node: n, containers: [{name: main, exitCode: 1}]}";
+    let with_state = |state: &str, items: &[&str]| {
+        let mut body = runs(items);
+        if !state.is_empty() {
+            body = body.replace("job: {id: j}", &format!("job: {{id: j, state: {state}}}"));
+        }
+        history(&body)
+    };
+    let want = ["the record ends it after run 1; today's policy runs it again"];
+    for (engine, yaml) in [(EngineKind::Design, design.as_str()), (EngineKind::Upstream, upstream)] {
+        let sim = Simulator::new(policies(yaml), Vec::new(), None)
+            .unwrap()
+            .with_engine(engine);
+        let settings = Settings::default();
+        for state in ["failed", "succeeded"] {
+            let h = with_state(state, &[failed, failed]);
+            let full = sim.simulate(&h, &settings).unwrap();
+            assert_eq!(full.contradictions, want, "{engine:?} {state}");
+            assert_eq!(full.status.final_state(), Final::Pending);
+            let summary = sim.simulate_detailed(&h, &settings, Detail::Summary).unwrap();
+            assert_eq!(summary.contradictions, want, "{engine:?} {state}");
+            let outcome = sim.simulate_detailed(&h, &settings, Detail::Outcome).unwrap();
+            assert!(outcome.contradictions.is_empty());
+        }
+        for (state, items) in [
+            ("cancelled", &[failed, failed][..]),
+            ("", &[failed, failed][..]),
+            ("succeeded", &[failed, "{outcome: succeeded}"][..]),
+            ("failed", &[failed; 6][..]),
+        ] {
+            let r = sim.simulate(&with_state(state, items), &settings).unwrap();
+            assert!(
+                r.contradictions.is_empty(),
+                "{engine:?} {state}: {:?}",
+                r.contradictions
+            );
+        }
+    }
+}
+
 /// The summary counts decisions in arrays indexed by `kind as usize` and names them back
 /// through `ALL`: that needs `ALL` to list every kind in declaration order.
 #[test]

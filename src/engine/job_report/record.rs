@@ -1,6 +1,7 @@
 //! The replay that writes a report: each run's start (its own, or when it became eligible
 //! plus its queueing), its decision by either engine as a record, that decision in words, and
-//! the contradictions between the history and the decisions.
+//! the contradictions between the history and the decisions (its runs, and how it says the job
+//! ended: `job.state`).
 //!
 //! Owns: [`replay_named`] and the steps it takes on a [`JobReport`]. Must not: replay without
 //! a report (that is `quiet`), or check `expect` (that is `expect`).
@@ -12,7 +13,7 @@ use crate::engine::{
     evaluate, pod_name, Avoid, Decision, DecisionKind, EngineKind, JobContext, JobState, Policies, Settings,
 };
 use crate::model::duration::GoDuration;
-use crate::model::failure_history::{FailureHistory, Outcome, Run, StartedAt};
+use crate::model::failure_history::{FailureHistory, JobEnd, Outcome, Run, StartedAt};
 use crate::model::policy::Action;
 
 use super::expect::{check_job, check_run};
@@ -108,6 +109,9 @@ pub(in crate::engine) fn replay_named(
     }
     report.retries = state.total_retries;
     report.memory = state.memory;
+    if checks {
+        report.ended_by_the_record(history);
+    }
     if let JobStatus::Pending { retry_after } = report.status {
         // The node names are gathered only for the words of a record (`NodesTried`): no
         // decision of the runs left reads them, and without them the state is the same
@@ -272,6 +276,20 @@ impl JobReport {
         if run.expect.is_some() {
             self.expectation_failures.push(format!(
                 "run {k}: has expectations but is never evaluated (the job ended at run {end})"
+            ));
+        }
+    }
+
+    /// The record ends the job `succeeded` or `failed` (`job.state`) after its last run, where
+    /// these decisions would start another (the job is Pending): a contradiction. A user's
+    /// cancel ends a job whatever the policy, and a history that does not say how the job
+    /// ended leaves it Pending, as it always did.
+    fn ended_by_the_record(&mut self, history: &FailureHistory) {
+        let ended = matches!(history.job.state, Some(JobEnd::Succeeded | JobEnd::Failed));
+        if ended && !history.runs.is_empty() && matches!(self.status, JobStatus::Pending { .. }) {
+            self.contradictions.push(format!(
+                "the record ends it after run {}; today's policy runs it again",
+                history.runs.len() - 1
             ));
         }
     }

@@ -5,7 +5,7 @@
 //! Owns: [`terminal_page`], [`jobs_in`], [`jobs_by_id`], [`terminal_jobs`], [`database_now`]. Must not: keep a cursor (that
 //! is `watch`'s state) or map rows to histories.
 
-use super::{by_key, copy_jobs, literal, Db, COLUMNS};
+use super::{by_key, copy_jobs, key_bytes, key_literal, key_of, literal, Db, RawText, COLUMNS};
 use crate::error::CliError;
 use crate::lookout::Item;
 use crate::model::failure_history::Timestamp;
@@ -24,6 +24,8 @@ const AHEAD: &str = "interval '1 hour'";
 /// (Lookout's own precision: a cursor kept in it compares exactly with the column).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Terminal {
+    /// Its id, as [`super::key_of`] keeps it (an id that is not UTF-8 as its bytes in hex: the
+    /// next page is read after them exactly).
     pub job_id: String,
     pub queue: String,
     pub state: i16,
@@ -52,15 +54,18 @@ pub fn terminal_page(db: &Db, queues: &[String], after: (i64, &str), limit: usiz
     let from = Timestamp(after.0.saturating_mul(1000)).to_string();
     let states = TERMINAL_STATES.to_vec();
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    // The key's exact bytes, whatever they are: a page that ends at an id that is not UTF-8
+    // goes on after it, never reads it again.
+    let after_id = RawText(key_bytes(after.1).into_owned());
     let rows = db.wait(
         db.client
-            .query(statement.as_str(), &[&queues, &states, &from, &after.1, &limit]),
+            .query(statement.as_str(), &[&queues, &states, &from, &after_id, &limit]),
     )?;
     Ok(rows
         .iter()
         .map(|r| Terminal {
-            job_id: r.get(0),
-            queue: r.get(1),
+            job_id: key_of(&r.get::<_, RawText>(0).0),
+            queue: String::from_utf8_lossy(&r.get::<_, RawText>(1).0).into_owned(),
             state: r.get(2),
             at: r.get(3),
         })
@@ -104,7 +109,7 @@ pub(super) fn span_statement(queues: &[String], span: Span<'_>) -> Result<String
         Ok(format!(
             "(E'{}'::timestamp, {})",
             Timestamp(at.saturating_mul(1000)),
-            literal("job_id", id)?
+            key_literal(id)?
         ))
     };
     Ok(format!(
@@ -140,7 +145,7 @@ pub fn jobs_in<'a>(
     };
     Box::new(stream.filter(move |item| match item {
         Ok(Item::Job(j)) => wanted.contains(&j.job.job_id),
-        Ok(Item::Bad(e)) => wanted.contains(&e.job_id),
+        Ok(Item::Bad(e)) => wanted.contains(e.job_key()),
         Err(_) => true,
     }))
 }
@@ -148,10 +153,7 @@ pub fn jobs_in<'a>(
 /// The statement of [`jobs_by_id`]: the rows of the jobs `ids` names, each job's runs looked up
 /// by its id.
 pub(super) fn ids_statement(ids: &[String]) -> Result<String, CliError> {
-    let ids = ids
-        .iter()
-        .map(|id| literal("job_id", id))
-        .collect::<Result<Vec<_>, _>>()?;
+    let ids = ids.iter().map(|id| key_literal(id)).collect::<Result<Vec<_>, _>>()?;
     Ok(format!(
         "COPY (SELECT {COLUMNS} FROM job j LEFT JOIN job_run r ON r.job_id = j.job_id \
          WHERE j.job_id IN ({}) ORDER BY j.job_id) TO STDOUT (FORMAT binary)",

@@ -24,8 +24,10 @@ fn job(runs: Vec<RunRow>) -> LookoutJob {
             gpu: 0,
             submitted: t("2026-01-01T00:00:00Z"),
             annotations: [("armadaproject.io/retry-policy".to_string(), "extra".to_string())].into(),
+            state: None,
         },
         runs,
+        unreadable_runs: 0,
     }
 }
 
@@ -332,6 +334,53 @@ fn state_names_round_trip() {
         assert_eq!(state::from_name(state::NAMES[v as usize - 1]), Some(v));
     }
     assert_eq!(state::from_name("RUN_NOPE"), None);
+}
+
+/// `job.state` is written when the record is complete and whole: Lookout's terminal states
+/// as `watch`'s outcome reads them; not for a job still running, one whose record is not
+/// complete (a run in flight, a run without its `finished`), or one with a run left out.
+#[test]
+fn the_jobs_end_is_written_for_a_complete_whole_record() {
+    let end = |state: Option<i16>, runs: Vec<RunRow>, unreadable_runs: u32| {
+        let mut j = job(runs);
+        j.job.state = state;
+        j.unreadable_runs = unreadable_runs;
+        let m = map_job(j, None).unwrap();
+        failure_history_json(m.history.as_ref().unwrap())["job"]["state"].clone()
+    };
+    let two = || vec![run("a", 1, state::FAILED), run("b", 4, state::FAILED)];
+    for (s, want) in [
+        (job_state::SUCCEEDED, "succeeded"),
+        (job_state::FAILED, "failed"),
+        (job_state::PREEMPTED, "failed"),
+        (job_state::REJECTED, "failed"),
+        (job_state::CANCELLED, "cancelled"),
+    ] {
+        assert_eq!(end(Some(s), two(), 0), want, "{s}");
+    }
+    let null = serde_json::Value::Null;
+    // Not terminal; not said.
+    assert_eq!(end(Some(3), two(), 0), null);
+    assert_eq!(end(None, two(), 0), null);
+    // Not complete: a run in flight (the history ends before it), a run not finished.
+    let mut running = two();
+    running.push(run("c", 7, state::RUNNING));
+    assert_eq!(end(Some(job_state::FAILED), running, 0), null);
+    let mut unfinished = two();
+    unfinished[1].finished = None;
+    assert_eq!(end(Some(job_state::FAILED), unfinished, 0), null);
+    // Not whole: a run left out by the mapping, or one its source could not read.
+    for left_out in [state::TERMINATED, state::MAX_RUNS_EXCEEDED, 99] {
+        let mut runs = two();
+        runs.push(run("c", 7, left_out));
+        assert_eq!(end(Some(job_state::FAILED), runs, 0), null, "{left_out}");
+    }
+    assert_eq!(end(Some(job_state::FAILED), two(), 1), null);
+    // The names of the REST API's `state`.
+    for v in 1..=9i16 {
+        assert_eq!(job_state::from_name(job_state::NAMES[v as usize - 1]), Some(v));
+    }
+    assert_eq!(job_state::from_name("DONE"), None);
 }
 
 #[test]

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 
-use crate::model::failure_history::{Final, Job, JobExpect, Resources, Timestamp};
+use crate::model::failure_history::{Final, Job, JobEnd, JobExpect, Resources, Timestamp};
 use crate::model::quantity::parse_quantity;
 
 use super::runs::RunsSeed;
@@ -51,6 +51,7 @@ impl<'de> DeserializeSeed<'de> for LineSeed<'_> {
         job.submitted_at = None;
         job.gang_cardinality = None;
         job.resources = None;
+        job.state = None;
         s.history.expect = None;
         let mut v = LineVisitor { s, seen: 0 };
         d.deserialize_struct("LineIn", LINE_NAMES, &mut v)?;
@@ -154,6 +155,9 @@ struct JobIn<'a> {
     /// strict decoder, which reads it.
     #[serde(default)]
     resources: Option<MapOnly<ResourcesIn<'a>>>,
+    /// `job.state`: how the record ends the job.
+    #[serde(default, borrow)]
+    state: Option<Str<'a>>,
 }
 
 /// A map of strings (`annotations`) that gives up on a key met twice: a `BTreeMap` would
@@ -309,6 +313,9 @@ impl JobIn<'_> {
         }
         if let Some(t) = self.submitted_at {
             job.submitted_at = Some(Timestamp::parse(&t.0)?);
+        }
+        if let Some(e) = self.state {
+            job.state = Some(JobEnd::parse(&e.0)?);
         }
         Some(())
     }

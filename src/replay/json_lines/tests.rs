@@ -17,6 +17,11 @@ fn the_fast_path_agrees_with_the_strict_decoder() {
         r#"{"runs":[{"podError":"Failed to pull image \"x\": no match for platform in manifest","events":[{"type":"Warning","reason":"UnexpectedAdmissionError","message":"Pod Allocate failed"},{"type":"Normal","reason":null}]},{"podError":null,"events":null},{"events":[]}]}"#,
         // Each executor path, as `retryctl history` writes them.
         r#"{"runs":[{"executorPath":"stuckPod","podError":"Unable to start pod.\nx"},{"executorPath":"failedPodCheck","outcome":"leaseReturned"},{"executorPath":"failedPod"},{"executorPath":"unclassified","category":"internal"},{"executorPath":null}]}"#,
+        // How the record ends the job, as `retryctl history` writes it (or says nothing).
+        r#"{"job":{"id":"a","state":"failed"},"runs":[{}]}"#,
+        r#"{"job":{"id":"b","state":"succeeded"},"runs":[{"outcome":"succeeded"}]}"#,
+        r#"{"job":{"id":"c","state":"cancelled"},"runs":[{"outcome":"cancelled"}]}"#,
+        r#"{"job":{"id":"d","state":null},"runs":[{}]}"#,
     ];
     for line in lines {
         let fast = decode_fast(line.as_bytes()).unwrap_or_else(|| panic!("fast path gave up on {line}"));
@@ -57,6 +62,8 @@ fn the_fast_path_agrees_with_the_strict_decoder() {
         (r#"{"runs":[{"events":[["Warning"]]}]}"#, Err("runs[0].events[0]: expected a mapping, found a sequence")),
         (r#"{"runs":[{"events":{"type":"Warning"}}]}"#, Err("runs[0].events: expected a list, found a mapping")),
         (r#"{"runs":[{"podError":5}]}"#, Ok(())),
+        (r#"{"job":{"state":"FAILED"},"runs":[{}]}"#, Err("job.state: unknown value `FAILED`, expected one of `succeeded`, `failed`, `cancelled`; did you mean `failed`?")),
+        (r#"{"job":{"state":5},"runs":[{}]}"#, Err("job.state: unknown value `5`, expected one of `succeeded`, `failed`, `cancelled`")),
         (r#"{"runs":[{"executorPath":"stuck"}]}"#, Err("runs[0].executorPath: unknown value `stuck`, expected one of `stuckPod`, `failedPodCheck`, `failedPod`, `unclassified`")),
     ];
     for (line, want) in strict {
@@ -70,7 +77,7 @@ fn the_fast_path_agrees_with_the_strict_decoder() {
 }
 
 /// A worker's scratch history keeps its runs from line to line: a run's `podError` and
-/// `events` do not leak into the next line's run that has none.
+/// `events`, and a job's `state`, do not leak into the next line's that has none.
 #[test]
 fn pod_errors_and_events_do_not_outlive_their_line() {
     let mut scratch = Scratch::default();
@@ -93,7 +100,11 @@ fn pod_errors_and_events_do_not_outlive_their_line() {
             ..PodEvent::default()
         }]
     );
+    let ended = br#"{"job":{"state":"failed"},"runs":[{}]}"#;
+    let h = scratch.decode(ended, || 3).unwrap();
+    assert_eq!(h.job.state, Some(crate::model::failure_history::JobEnd::Failed));
     let h = scratch.decode(br#"{"runs":[{}]}"#, || 3).unwrap();
+    assert_eq!(h.job.state, None);
     assert!(h.runs[0].events.is_empty());
     assert_eq!(Ok(h.clone()), decode_line_strict(br#"{"runs":[{}]}"#, 3));
 }

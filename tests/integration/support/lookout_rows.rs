@@ -5,7 +5,8 @@
 //!
 //! What each field becomes:
 //! - the job: `cpu` in millicores and `gpu` in devices from `resources`, `memory` in bytes,
-//!   `submitted`, `annotations`; its `state` is the last run's;
+//!   `submitted`, `annotations`; its `state` the document's `job.state` (`failed` after a
+//!   preempted run is PREEMPTED), else the last run's;
 //! - a run's times: it starts `queuedFor` after the previous run finished (the first, after
 //!   `submitted`) and finishes `runFor` later; `leased` and `pending` are a few seconds
 //!   before the start (never before the previous run's end), so the runs sort as written;
@@ -130,7 +131,15 @@ fn insert_job(tx: &mut postgres::Transaction, doc: &Value, next_run: &mut u64, h
     let id = text(job, "id");
     let at = |what: &str| format!("job `{id}`: {what}");
     only(doc, &["apiVersion", "kind", "job", "runs"], &at("document"));
-    let known = ["id", "queue", "memory", "submittedAt", "resources", "annotations"];
+    let known = [
+        "id",
+        "queue",
+        "memory",
+        "submittedAt",
+        "resources",
+        "annotations",
+        "state",
+    ];
     only(job, &known, &at("job"));
     let submitted = Timestamp::parse(text(job, "submittedAt")).unwrap_or_else(|| panic!("{}", at("submittedAt")));
     let memory: i64 = job["memory"]
@@ -146,11 +155,21 @@ fn insert_job(tx: &mut postgres::Transaction, doc: &Value, next_run: &mut u64, h
     let annotations = job.get("annotations").cloned().unwrap_or_else(|| json!({}));
     let runs = doc["runs"].as_array().unwrap_or_else(|| panic!("{}", at("runs")));
     let last = runs.last().unwrap_or_else(|| panic!("{}", at("no run")));
-    let state = match last["outcome"].as_str() {
+    let ended = match last["outcome"].as_str() {
         Some("succeeded") => JOB_SUCCEEDED,
         Some("cancelled") => JOB_CANCELLED,
         _ if is_preempted(last) => JOB_PREEMPTED,
         _ => JOB_FAILED,
+    };
+    // The document's own end when it says one (a job Lookout ended otherwise than its last run
+    // did: a policy that stopped retrying), else its last run's.
+    let state = match job["state"].as_str() {
+        None => ended,
+        Some("succeeded") => JOB_SUCCEEDED,
+        Some("cancelled") => JOB_CANCELLED,
+        Some("failed") if ended == JOB_PREEMPTED => JOB_PREEMPTED,
+        Some("failed") => JOB_FAILED,
+        Some(other) => panic!("{}", at(&format!("state `{other}`"))),
     };
     tx.execute(
         "INSERT INTO job (job_id, queue, owner, jobset, namespace, cpu, memory, ephemeral_storage, gpu, priority, submitted, state, last_transition_time, last_transition_time_seconds, priority_class, annotations) \

@@ -188,6 +188,11 @@ fn build_template(port: u16) {
     let mut admin = postgres::Client::connect(&admin_dsn(port, "postgres"), postgres::NoTls).unwrap();
     admin.batch_execute("CREATE DATABASE lookout_template").unwrap();
     let mut db = postgres::Client::connect(&admin_dsn(port, "lookout_template"), postgres::NoTls).unwrap();
+    migrate(&mut db);
+}
+
+/// Lookout's migrations, applied to `db` as upstream applies them.
+fn migrate(db: &mut postgres::Client) {
     let mut files: Vec<PathBuf> = std::fs::read_dir(migrations_dir())
         .unwrap_or_else(|e| panic!("{}: {e}", migrations_dir().display()))
         .map(|e| e.unwrap().path())
@@ -237,6 +242,33 @@ pub fn lookout_db(test: &str) -> Option<Db> {
         .unwrap();
     let dsn = admin_dsn(c.port, &name);
     let client = postgres::Client::connect(&dsn, postgres::NoTls).unwrap();
+    Some(Db {
+        dsn,
+        name,
+        client,
+        port: c.port,
+    })
+}
+
+/// A fresh Lookout database in `encoding` (`SQL_ASCII`: a database that keeps whatever bytes
+/// it is given, as some old Lookout installs are), built from the migrations (the template is
+/// UTF8, and a copy keeps its template's encoding); its DSN and a client. The client's own
+/// encoding is the database's, so that a test can write bytes that are not UTF-8 (`E'\xff'`).
+pub fn lookout_db_encoded(test: &str, encoding: &str) -> Option<Db> {
+    let c = cluster()?;
+    let name = format!("{test}_{}", NEXT_DB.fetch_add(1, Ordering::SeqCst));
+    let mut admin = postgres::Client::connect(&admin_dsn(c.port, "postgres"), postgres::NoTls).unwrap();
+    admin
+        .batch_execute(&format!(
+            "CREATE DATABASE {name} TEMPLATE template0 ENCODING '{encoding}' LC_COLLATE 'C' LC_CTYPE 'C'"
+        ))
+        .unwrap();
+    let dsn = admin_dsn(c.port, &name);
+    let mut client = postgres::Client::connect(&dsn, postgres::NoTls).unwrap();
+    client
+        .batch_execute(&format!("SET client_encoding = '{encoding}'"))
+        .unwrap();
+    migrate(&mut client);
     Some(Db {
         dsn,
         name,
