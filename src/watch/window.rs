@@ -37,6 +37,12 @@ pub struct Hour {
     pub failed_jobs: u64,
     /// Each candidate's comparison with today's policy, by its name.
     pub candidates: BTreeMap<String, Comparison>,
+    /// The failed runs of the jobs counted, by queue.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub failed_runs: BTreeMap<String, u64>,
+    /// The hour was found an incident window, and its failed runs counted as the incident's.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub incident: bool,
 }
 
 /// The hours counted, by their start (microseconds since the Unix epoch).
@@ -52,6 +58,14 @@ impl Window {
     pub fn add(&mut self, at: i64, seen: &Seen, names: &[String]) {
         let hour = self.hours.entry(at.div_euclid(HOUR) * HOUR).or_default();
         hour.failed_jobs += u64::from(seen.has_failed_run);
+        if seen.failed_runs > 0 {
+            match hour.failed_runs.get_mut(&seen.queue) {
+                Some(n) => *n += seen.failed_runs,
+                None => {
+                    hour.failed_runs.insert(seen.queue.clone(), seen.failed_runs);
+                }
+            }
+        }
         for (name, shadow) in names.iter().zip(&seen.shadows) {
             let Some(s) = shadow else { continue };
             let c = hour.candidates.entry(name.clone()).or_default();
@@ -68,10 +82,42 @@ impl Window {
         for (at, hour) in other.hours {
             let mine = self.hours.entry(at).or_default();
             mine.failed_jobs += hour.failed_jobs;
+            mine.incident |= hour.incident;
+            for (queue, n) in hour.failed_runs {
+                *mine.failed_runs.entry(queue).or_default() += n;
+            }
             for (name, c) in hour.candidates {
                 mine.candidates.entry(name).or_default().merge(&c);
             }
         }
+    }
+
+    /// Adds a page's hours, as [`Window::merge`], and says the failed runs that count as an
+    /// incident's, by queue: every failed run of an hour the first time it is found an
+    /// incident window ([`Window::is_incident_hour`], judged from `from`), then the page's
+    /// own of an hour found so before. So that the count is the runs of the incident hours,
+    /// whatever pages the jobs came in.
+    pub fn merge_counting_incidents(&mut self, page: Window, from: i64) -> BTreeMap<String, u64> {
+        let added: Vec<(i64, BTreeMap<String, u64>)> =
+            page.hours.iter().map(|(at, h)| (*at, h.failed_runs.clone())).collect();
+        self.merge(page);
+        let mut runs: BTreeMap<String, u64> = BTreeMap::new();
+        for (at, page_runs) in added {
+            let counted_before = self.hours.get(&at).is_some_and(|h| h.incident);
+            let to_add = if counted_before {
+                page_runs
+            } else if self.is_incident_hour(at, from) {
+                let hour = self.hours.get_mut(&at).expect("merged above");
+                hour.incident = true;
+                hour.failed_runs.clone()
+            } else {
+                continue;
+            };
+            for (queue, n) in to_add {
+                *runs.entry(queue).or_default() += n;
+            }
+        }
+        runs
     }
 
     /// Forgets the hours that end before `from`.
@@ -129,10 +175,14 @@ mod tests {
     fn with(failed: &[(i64, u64)]) -> Window {
         let mut w = Window::default();
         for &(hour, n) in failed {
-            w.hours.insert(hour * HOUR, Hour {
-                failed_jobs: n,
-                candidates: BTreeMap::new(),
-            });
+            w.hours.insert(
+                hour * HOUR,
+                Hour {
+                    failed_jobs: n,
+                    failed_runs: BTreeMap::from([("ml".to_string(), 2 * n)]),
+                    ..Hour::default()
+                },
+            );
         }
         w
     }
@@ -149,6 +199,31 @@ mod tests {
         assert!(!w.is_incident_hour(47 * HOUR, 0));
         // Judged against fewer than 24 hours: never.
         assert!(!w.is_incident_hour(48 * HOUR, 30 * HOUR));
+    }
+
+    #[test]
+    fn an_incident_hour_counts_its_runs_whatever_pages_they_came_in() {
+        let usual: Vec<(i64, u64)> = (0..48).map(|h| (h, 2)).collect();
+        // The outage's 20 jobs (40 failed runs) in one page, or in pages of 3, 7 and 10
+        // jobs: the hour is no incident after the first page of 3, and is after the next.
+        let mut whole = with(&usual);
+        let page = with(&[(48, 20)]);
+        assert_eq!(
+            whole.merge_counting_incidents(page, 0),
+            BTreeMap::from([("ml".into(), 40)])
+        );
+        let mut parts = with(&usual);
+        let mut counted = 0;
+        for n in [3, 7, 10] {
+            counted += parts
+                .merge_counting_incidents(with(&[(48, n)]), 0)
+                .get("ml")
+                .copied()
+                .unwrap_or(0);
+        }
+        assert_eq!(counted, 40);
+        // A usual hour counts nothing.
+        assert!(parts.merge_counting_incidents(with(&[(49, 2)]), 0).is_empty());
     }
 
     #[test]

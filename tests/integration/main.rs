@@ -75,4 +75,5 @@ mod upstream_tables;
 mod validate;
 mod watch;
 mod watch_hardening;
+mod watch_incidents;
 mod watch_record;

@@ -675,7 +675,7 @@ fn the_alerts_pass_promtool_and_their_own_rule_tests_as_the_guide_prints_them() 
         .unwrap();
     assert!(out.status.success(), "{}", format_output(&out));
     assert!(
-        String::from_utf8_lossy(&out.stdout).contains("SUCCESS: 6 rules found"),
+        String::from_utf8_lossy(&out.stdout).contains("SUCCESS: 7 rules found"),
         "{}",
         format_output(&out)
     );
@@ -756,6 +756,7 @@ fn every_metric_an_alert_or_a_panel_names_is_one_watch_exports() {
             "RetryctlShadowVerdictReject",
             "RetryctlBaselineContradicted",
             "RetryctlWatchNotPolling",
+            "RetryctlIncidentActive",
             "RetryctlWatchDown",
         ]
     );

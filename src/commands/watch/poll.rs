@@ -15,7 +15,7 @@
 //! (sent to the thread that holds stderr). Must not: count what a job adds up to
 //! (`watch::job`), or write stderr itself.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::mpsc::Sender;
@@ -32,7 +32,7 @@ use crate::watch::cursor::{advance, read_from, Cursor};
 use crate::watch::job::{count, see};
 use crate::watch::metrics::{Counters, Family, Outcome, Reason};
 use crate::watch::schedule::next_wait;
-use crate::watch::window::{Window, HOUR};
+use crate::watch::window::Window;
 
 use super::shared::{cannot_write_state, now_micros, waiting_words, Shared, Watched, PAGE};
 
@@ -101,9 +101,6 @@ struct Page {
     done: Vec<(i64, String)>,
     /// Jobs held back: (id, queue, at, state, since).
     wait: Vec<(String, String, i64, i16, i64)>,
-    /// Failed runs of the jobs counted, by the hour of the job's end and its queue: an
-    /// incident hour's count them once committed.
-    failed_runs: BTreeMap<(i64, String), u64>,
     counted: u64,
 }
 
@@ -392,17 +389,14 @@ impl Poller {
             let mut st = self.state();
             let st = &mut *st;
             st.counters.merge(&page.counters);
-            st.window.merge(page.window);
             let from = now_micros().saturating_sub(self.watched.flags.window);
-            st.window.forget_before(from);
-            // Failed runs of an hour that is an incident window once this page is in it: the
-            // outage's runs, counted apart (docs/watch.md "Incident windows").
-            for ((hour, queue), runs) in &page.failed_runs {
-                if st.window.is_incident_hour(*hour, from.max(st.start)) {
-                    st.counters
-                        .add(Family::IncidentFailedRuns, &[queue], u128::from(*runs));
-                }
+            // The failed runs of the incident hours, counted apart (docs/watch.md "Incident
+            // windows").
+            let incident = st.window.merge_counting_incidents(page.window, from.max(st.start));
+            for (queue, runs) in incident {
+                st.counters.add(Family::IncidentFailedRuns, &[&queue], u128::from(runs));
             }
+            st.window.forget_before(from);
             // A job read again that is neither counted nor held back again is gone from the
             // database (expired): it waits no more.
             if let Some(ids) = read_again {
@@ -492,7 +486,6 @@ impl Poller {
             |scratch: &mut Reclassify, job: crate::replay::Decoded<'_>| see(sets, job.settings, job.history, scratch);
         let mut counted = Counters::default();
         let mut window = Window::default();
-        let mut failed_runs: BTreeMap<(i64, String), u64> = BTreeMap::new();
         let mut jobs = 0u64;
         for_each_ordered(source, None, work, |e| {
             let Emitted::Job(_, processed) = e else { return Ok(true) };
@@ -503,10 +496,6 @@ impl Poller {
                     count(&mut counted, &seen, outcome, names);
                     if let Some(k) = key {
                         window.add(k.at, &seen, names);
-                        if seen.failed_runs > 0 {
-                            let hour = k.at.div_euclid(HOUR) * HOUR;
-                            *failed_runs.entry((hour, seen.queue.clone())).or_default() += seen.failed_runs;
-                        }
                     }
                     jobs += 1;
                     for e in &seen.errors {
@@ -533,7 +522,6 @@ impl Poller {
         let mut page = std::mem::take(&mut *held.lock().unwrap_or_else(|e| e.into_inner()));
         page.counters.merge(&counted);
         page.window = window;
-        page.failed_runs = failed_runs;
         page.counted = jobs;
         Ok(page)
     }

@@ -113,7 +113,9 @@ impl Shared {
             waiting: st.waiting.len(),
             verdicts: verdicts(st, &self.names, self.rule, now),
             incident: match &st.cursor {
-                Some(c) => st.window.is_incident_hour(c.at, now.saturating_sub(self.rule.window).max(st.start)),
+                Some(c) => st
+                    .window
+                    .is_incident_hour(c.at, now.saturating_sub(self.rule.window).max(st.start)),
                 None => false,
             },
         }
