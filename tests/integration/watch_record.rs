@@ -17,11 +17,14 @@ use crate::support::{lookout_rows, root, temp_home, Missing};
 use crate::watch::{default_signals, simulate, state_file, week, Metrics, Watch, CANDIDATE, CURRENT, LIMIT};
 
 /// The counters of `m` that `simulate --baseline` also counts: jobs, today's retries and their
-/// futile share, each candidate's changes and GPU time.
+/// futile share, each candidate's changes and GPU time. Not the incident runs: an hour is
+/// judged against the hours counted before it as the jobs arrive, so a watch that read some
+/// jobs later (their runs late) may judge an hour at the bound otherwise (docs/watch.md
+/// "Incident windows").
 fn replayed(m: &Metrics) -> Vec<(String, f64)> {
     m.counted()
         .into_iter()
-        .filter(|(k, _)| !k.contains("incomplete_jobs") && !k.contains("unreadable"))
+        .filter(|(k, _)| !k.contains("incomplete_jobs") && !k.contains("unreadable") && !k.contains("incident"))
         .collect()
 }
 
@@ -377,7 +380,28 @@ fn counters_never_go_back_across_sigkills_while_prometheus_scrapes() {
     let mut last = Kill(watch_on(home.path(), &db.dsn, &listen));
     let total = lines.len() as f64;
     let deadline = Instant::now() + 2 * LIMIT;
-    while prometheus.query("sum(retryctl_watch_jobs_total)") != Some(total) {
+    // The last watch answers with every job counted (a killed one may have counted them all
+    // already, and Prometheus still shows its last scrape: the last must be scraped too).
+    let last_jobs = || {
+        let text = reqwest::blocking::get(format!("http://{listen}/metrics"))
+            .ok()?
+            .text()
+            .ok()?;
+        Some(Metrics::parse(&text).jobs())
+    };
+    while last_jobs() != Some(total) {
+        assert!(
+            Instant::now() < deadline,
+            "the last watch has {:?} jobs of {total} ({:?})",
+            last_jobs(),
+            last.0.try_wait()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let answered = Instant::now();
+    while prometheus.query("sum(retryctl_watch_jobs_total)") != Some(total)
+        || answered.elapsed() < Duration::from_millis(2500)
+    {
         assert!(
             Instant::now() < deadline,
             "Prometheus has {:?} jobs of {total}",
@@ -390,7 +414,7 @@ fn counters_never_go_back_across_sigkills_while_prometheus_scrapes() {
     let (status, text) = match reqwest::blocking::get(format!("http://{listen}/metrics")) {
         Ok(r) => (r.status().as_u16(), r.text().unwrap()),
         Err(e) => panic!(
-            "the last watch does not answer ({e}; {:?}):\n{}",
+            "the last watch does not answer ({e:?}; {:?}):\n{}",
             last.0.try_wait(),
             log()
         ),
