@@ -852,15 +852,6 @@ fn sigterm_saves_and_exits_while_the_database_hangs_up() {
 
 #[test]
 fn prometheus_scrapes_watch_and_answers_its_counter() {
-    let prometheus = Path::new("/usr/bin/prometheus");
-    if !prometheus.is_file() {
-        Missing {
-            what: "Prometheus not found (/usr/bin/prometheus)".into(),
-            install: "apt-get install -y prometheus".into(),
-        }
-        .skip();
-        return;
-    }
     let Some(mut db) = pg::lookout_db("watch_prom") else {
         return;
     };
@@ -869,46 +860,13 @@ fn prometheus_scrapes_watch_and_answers_its_counter() {
     arrive(&mut db.client, &lines[..120], "0s");
     let mut w = Watch::start(home.path(), &db.dsn, &state_file(home.path()), &[]);
     w.until("120 jobs", |m| m.jobs() == 120.0);
-    let target = w.url.trim_start_matches("http://").to_string();
-    let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("prometheus.yml");
-    std::fs::write(
-        &config,
-        format!(
-            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n  - job_name: retryctl-watch\n    static_configs:\n      - targets: ['{target}']\n"
-        ),
-    )
-    .unwrap();
-    let port = pg::free_port();
-    let mut cmd = Command::new(prometheus);
-    cmd.arg(format!("--config.file={}", config.display()))
-        .arg(format!("--storage.tsdb.path={}", dir.path().join("data").display()))
-        .arg(format!("--web.listen-address=127.0.0.1:{port}"))
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped());
-    default_signals(&mut cmd);
-    struct Kill(Child);
-    impl Drop for Kill {
-        fn drop(&mut self) {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
-    let _prometheus = Kill(cmd.spawn().unwrap());
-    let query = format!("http://127.0.0.1:{port}/api/v1/query?query=sum(retryctl_watch_jobs_total)");
+    let Some(prometheus) = Prometheus::start(w.url.trim_start_matches("http://")) else {
+        return;
+    };
     let deadline = Instant::now() + LIMIT;
     let answer = loop {
-        if let Ok(r) = reqwest::blocking::Client::new()
-            .get(&query)
-            .timeout(Duration::from_secs(5))
-            .send()
-        {
-            if let Ok(v) = r.json::<Value>() {
-                if let Some(value) = v["data"]["result"][0]["value"][1].as_str() {
-                    break value.to_string();
-                }
-            }
+        if let Some(value) = prometheus.query("sum(retryctl_watch_jobs_total)") {
+            break value;
         }
         assert!(
             Instant::now() < deadline,
@@ -916,7 +874,71 @@ fn prometheus_scrapes_watch_and_answers_its_counter() {
         );
         std::thread::sleep(Duration::from_millis(250));
     };
-    assert_eq!(answer, "120");
+    assert_eq!(answer, 120.0);
+}
+
+/// A Prometheus scraping `target` every second, killed on drop.
+pub(crate) struct Prometheus {
+    child: Child,
+    port: u16,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Prometheus {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Prometheus {
+    pub(crate) fn start(target: &str) -> Option<Prometheus> {
+        let prometheus = Path::new("/usr/bin/prometheus");
+        if !prometheus.is_file() {
+            Missing {
+                what: "Prometheus not found (/usr/bin/prometheus)".into(),
+                install: "apt-get install -y prometheus".into(),
+            }
+            .skip();
+            return None;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("prometheus.yml");
+        std::fs::write(
+            &config,
+            format!(
+                "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n  - job_name: retryctl-watch\n    static_configs:\n      - targets: ['{target}']\n"
+            ),
+        )
+        .unwrap();
+        let port = pg::free_port();
+        let mut cmd = Command::new(prometheus);
+        cmd.arg(format!("--config.file={}", config.display()))
+            .arg(format!("--storage.tsdb.path={}", dir.path().join("data").display()))
+            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        default_signals(&mut cmd);
+        Some(Prometheus {
+            child: cmd.spawn().unwrap(),
+            port,
+            _dir: dir,
+        })
+    }
+
+    /// The value of `query` (an instant query), when Prometheus answers one.
+    pub(crate) fn query(&self, query: &str) -> Option<f64> {
+        let url = format!("http://127.0.0.1:{}/api/v1/query", self.port);
+        let r = reqwest::blocking::Client::new()
+            .get(url)
+            .query(&[("query", query)])
+            .timeout(Duration::from_secs(5))
+            .send()
+            .ok()?;
+        let v: Value = r.json().ok()?;
+        v["data"]["result"][0]["value"][1].as_str()?.parse().ok()
+    }
 }
 
 #[test]

@@ -13,8 +13,10 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::support::pg;
-use crate::support::{lookout_rows, root, temp_home, Missing};
-use crate::watch::{default_signals, simulate, state_file, week, Metrics, Watch, CANDIDATE, CURRENT, LIMIT};
+use crate::support::{lookout_rows, root, temp_home};
+use crate::watch::{
+    default_signals, simulate, state_file, week, Metrics, Prometheus, Watch, CANDIDATE, CURRENT, LIMIT,
+};
 
 /// The counters of `m` that `simulate --baseline` also counts: jobs, today's retries and their
 /// futile share, each candidate's changes and GPU time. Not the incident runs: an hour is
@@ -237,70 +239,6 @@ fn two_hundred_thousand_jobs_whose_runs_come_in_a_second_statement_are_all_count
         shadow("retried_differently"),
         n(&c["transitions"]["other"]) + n(&c["transitions"]["retriesOnly"])
     );
-}
-
-/// A Prometheus scraping `target` every second, killed on drop.
-struct Prometheus {
-    child: Child,
-    port: u16,
-    _dir: tempfile::TempDir,
-}
-
-impl Drop for Prometheus {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Prometheus {
-    fn start(target: &str) -> Option<Prometheus> {
-        let prometheus = Path::new("/usr/bin/prometheus");
-        if !prometheus.is_file() {
-            Missing {
-                what: "Prometheus not found (/usr/bin/prometheus)".into(),
-                install: "apt-get install -y prometheus".into(),
-            }
-            .skip();
-            return None;
-        }
-        let dir = tempfile::tempdir().unwrap();
-        let config = dir.path().join("prometheus.yml");
-        std::fs::write(
-            &config,
-            format!(
-                "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n  - job_name: retryctl-watch\n    static_configs:\n      - targets: ['{target}']\n"
-            ),
-        )
-        .unwrap();
-        let port = pg::free_port();
-        let mut cmd = Command::new(prometheus);
-        cmd.arg(format!("--config.file={}", config.display()))
-            .arg(format!("--storage.tsdb.path={}", dir.path().join("data").display()))
-            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null());
-        default_signals(&mut cmd);
-        Some(Prometheus {
-            child: cmd.spawn().unwrap(),
-            port,
-            _dir: dir,
-        })
-    }
-
-    /// The value of `query` (an instant query), when Prometheus answers one.
-    fn query(&self, query: &str) -> Option<f64> {
-        let url = format!("http://127.0.0.1:{}/api/v1/query", self.port);
-        let r = reqwest::blocking::Client::new()
-            .get(url)
-            .query(&[("query", query)])
-            .timeout(Duration::from_secs(5))
-            .send()
-            .ok()?;
-        let v: Value = r.json().ok()?;
-        v["data"]["result"][0]["value"][1].as_str()?.parse().ok()
-    }
 }
 
 /// `retryctl watch` on a fixed address (the one Prometheus scrapes), started again and again.
