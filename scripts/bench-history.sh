@@ -41,32 +41,16 @@ cd "$(dirname "$0")/.."
 sizes=("$@"); [ ${#sizes[@]} -eq 0 ] && sizes=(100000 1000000)
 rounds=${ROUNDS:-2}
 
-bin_dir=$(dirname "$(command -v initdb || ls /usr/lib/postgresql/*/bin/initdb | tail -1)")
-migrations=contract/lookout/migrations
-[ -d "$migrations" ] || { echo "no $migrations (run from a complete clone)" >&2; exit 2; }
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-target}
 cargo build --profile profiling --locked --quiet
 retryctl=$CARGO_TARGET_DIR/profiling/retryctl
 
-work=$(mktemp -d /tmp/retryctl-bench-pg.XXXXXX)
-chmod 755 "$work"
-as=()
-if [ "$(id -u)" = 0 ]; then chown postgres "$work"; as=(runuser -u postgres --); fi
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-"${as[@]}" "$bin_dir/initdb" -D "$work/data" -U bench -A trust --no-sync -E UTF8 --locale=C >/dev/null
-"${as[@]}" "$bin_dir/pg_ctl" -D "$work/data" -l "$work/log" -w \
-  -o "-p $port -k $work -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off" start >/dev/null
-trap '"${as[@]}" "$bin_dir/pg_ctl" -D "$work/data" -m fast stop >/dev/null; rm -rf "$work"' EXIT
-psql_bin=$(command -v psql)
-export PGOPTIONS='-c client_min_messages=warning'  # the migrations' NOTICEs are noise here
-pg=(-q -X -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$port" -U bench)
-psql() { "$psql_bin" "${pg[@]}" "$@"; }
+. scripts/bench-pg.sh
 
 # A database of $2 jobs × 3 runs named $1.
 load() {
   local db=$1 n=$2
-  psql -d postgres -c "CREATE DATABASE $db" >/dev/null
-  for f in $(ls "$migrations"/*.sql | sort); do psql -d "$db" -c "$(cat "$f")" >/dev/null; done
+  lookout_db "$db"
   # zlib stream of "OOMKilled: container used its memory limit" (python's zlib.compress).
   local err
   err=$(python3 -c 'import zlib; print(zlib.compress(b"OOMKilled: container used its memory limit").hex())')

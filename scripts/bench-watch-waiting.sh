@@ -13,8 +13,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 n=${1:-200000}
-bin_dir=$(dirname "$(command -v initdb || ls /usr/lib/postgresql/*/bin/initdb | tail -1)")
-migrations=contract/lookout/migrations
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-target}
 if [ -n "${RETRYCTL_BIN:-}" ]; then
   retryctl=$RETRYCTL_BIN
@@ -22,19 +20,8 @@ else
   cargo build --profile profiling --locked --quiet --bin retryctl
   retryctl=$CARGO_TARGET_DIR/profiling/retryctl
 fi
-work=$(mktemp -d /tmp/retryctl-bench-waiting.XXXXXX)
-chmod 755 "$work"
-as=()
-if [ "$(id -u)" = 0 ]; then chown postgres "$work"; as=(runuser -u postgres --); fi
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-"${as[@]}" "$bin_dir/initdb" -D "$work/data" -U bench -A trust --no-sync -E UTF8 --locale=C >/dev/null
-"${as[@]}" "$bin_dir/pg_ctl" -D "$work/data" -l "$work/log" -w \
-  -o "-p $port -k $work -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off" start >/dev/null
-trap '"${as[@]}" "$bin_dir/pg_ctl" -D "$work/data" -m fast stop >/dev/null; rm -rf "$work"' EXIT
-export PGOPTIONS='-c client_min_messages=warning'
-psql() { command psql -q -X -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$port" -U bench "$@"; }
-psql -d postgres -c "CREATE DATABASE waiting" >/dev/null
-for f in $(ls "$migrations"/*.sql | sort); do psql -d waiting -c "$(cat "$f")" >/dev/null; done
+. scripts/bench-pg.sh
+lookout_db waiting
 psql -d waiting >/dev/null <<SQL
 INSERT INTO job (job_id, queue, owner, jobset, namespace, cpu, memory, ephemeral_storage, gpu, priority, submitted, state,
                  last_transition_time, last_transition_time_seconds, priority_class, annotations)

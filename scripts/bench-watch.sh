@@ -29,9 +29,6 @@ cd "$(dirname "$0")/.."
 sizes=("$@"); [ ${#sizes[@]} -eq 0 ] && sizes=(100000 1000000)
 rounds=${ROUNDS:-3}
 
-bin_dir=$(dirname "$(command -v initdb || ls /usr/lib/postgresql/*/bin/initdb | tail -1)")
-migrations=contract/lookout/migrations
-[ -d "$migrations" ] || { echo "no $migrations (run from a complete clone)" >&2; exit 2; }
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-target}
 if [ -n "${RETRYCTL_BIN:-}" ]; then
   retryctl=$RETRYCTL_BIN
@@ -40,26 +37,13 @@ else
   retryctl=$CARGO_TARGET_DIR/profiling/retryctl
 fi
 
-work=$(mktemp -d /tmp/retryctl-bench-watch.XXXXXX)
-chmod 755 "$work"
-as=()
-if [ "$(id -u)" = 0 ]; then chown postgres "$work"; as=(runuser -u postgres --); fi
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-"${as[@]}" "$bin_dir/initdb" -D "$work/data" -U bench -A trust --no-sync -E UTF8 --locale=C >/dev/null
-"${as[@]}" "$bin_dir/pg_ctl" -D "$work/data" -l "$work/log" -w \
-  -o "-p $port -k $work -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off" start >/dev/null
-trap '"${as[@]}" "$bin_dir/pg_ctl" -D "$work/data" -m fast stop >/dev/null; rm -rf "$work"' EXIT
-psql_bin=$(command -v psql)
-export PGOPTIONS='-c client_min_messages=warning'
-pg=(-q -X -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$port" -U bench)
-psql() { "$psql_bin" "${pg[@]}" "$@"; }
+. scripts/bench-pg.sh
 
 # A database of $2 jobs × 3 runs named $1; the last transitions are one second apart and end a
 # day before now, so that `--since` of their first covers them all and no more.
 load() {
   local db=$1 n=$2
-  psql -d postgres -c "CREATE DATABASE $db" >/dev/null
-  for f in $(ls "$migrations"/*.sql | sort); do psql -d "$db" -c "$(cat "$f")" >/dev/null; done
+  lookout_db "$db"
   local err
   err=$(python3 -c 'import zlib; print(zlib.compress(b"OOMKilled: container used its memory limit").hex())')
   psql -d "$db" >/dev/null <<SQL
