@@ -64,9 +64,8 @@ pub struct Seen {
     pub contradicted: bool,
     /// Today's retries that collide with a failed pod the executor keeps.
     pub collisions: u64,
-    /// The record holds a failed run (the verdict's sample counts such jobs).
-    pub has_failed_run: bool,
-    /// The record's failed runs (an incident window's runs count them).
+    /// The record's failed runs: a job with one is in the verdict's sample, and an incident
+    /// window's runs count them.
     pub failed_runs: u64,
     /// The record's own totals (the verdict's hours name what the jobs ask for).
     pub recorded: Recorded,
@@ -105,7 +104,6 @@ pub fn see(
         failed: baseline.status.final_state() == Final::Failed,
         contradicted: !baseline.contradictions.is_empty(),
         collisions: today.collisions,
-        has_failed_run: history.runs.iter().any(|r| r.outcome == RunOutcome::Failed),
         failed_runs: history.runs.iter().filter(|r| r.outcome == RunOutcome::Failed).count() as u64,
         recorded,
         shadows: Vec::with_capacity(sets.candidates.len()),

@@ -302,7 +302,6 @@ mod tests {
             failed: false,
             contradicted: true,
             collisions: 0,
-            has_failed_run: true,
             failed_runs: 1,
             recorded: Default::default(),
             shadows: vec![Some(shadow)],
@@ -310,7 +309,7 @@ mod tests {
         };
         let names = ["c.yaml".to_string()];
         s.window.add(1_700_000_000_000_000, &seen, &names);
-        seen.has_failed_run = false;
+        seen.failed_runs = 0;
         s.window.add(1_700_000_000_000_000 + 2 * 3_600_000_000, &seen, &names);
         let back = State::from_json(&s.to_json()).unwrap();
         assert_eq!(back, s);

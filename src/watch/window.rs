@@ -57,7 +57,7 @@ impl Window {
     /// name (`names`, in [`Seen::shadows`]' order).
     pub fn add(&mut self, at: i64, seen: &Seen, names: &[String]) {
         let hour = self.hours.entry(at.div_euclid(HOUR) * HOUR).or_default();
-        hour.failed_jobs += u64::from(seen.has_failed_run);
+        hour.failed_jobs += u64::from(seen.failed_runs > 0);
         if seen.failed_runs > 0 {
             match hour.failed_runs.get_mut(&seen.queue) {
                 Some(n) => *n += seen.failed_runs,
