@@ -37,12 +37,8 @@ pub fn unknown_fields<M: prost::Name>(bytes: &[u8]) -> Vec<UnknownField> {
 /// client, as grpc-go's default.
 pub const MAX_MESSAGE: usize = 4 << 20;
 
-/// The generated messages (package `api`), server traits and clients.
 #[allow(clippy::all, clippy::pedantic, missing_docs, rustdoc::all)]
-pub mod api {
-    include!(concat!(env!("OUT_DIR"), "/server/api.rs"));
-    include!(concat!(env!("OUT_DIR"), "/client/api.rs"));
-}
+pub mod api;
 
 #[cfg(test)]
 mod contract_tests;

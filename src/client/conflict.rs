@@ -15,7 +15,9 @@
 
 use std::time::Duration;
 
-use super::{diff_fields, log, queue_differences, Client, ClientError, Noun, Result, WriteOp};
+use super::error::{ClientError, Result};
+use super::read_back::{diff_fields, queue_differences};
+use super::transport::{log, Client, Noun, WriteOp};
 use crate::model::{Queue, RetryPolicy};
 use crate::wire;
 
@@ -31,6 +33,34 @@ pub enum Modified {
     Unchanged,
     /// The edited queue was written (the value written).
     Written(Queue),
+}
+
+impl dyn Client + '_ {
+    /// Creates or replaces a policy, with the dialect checks (docs/reference/wire.md): refused before sending when the
+    /// server or the transport cannot store it; read back after and compared.
+    pub fn write_policy(&self, op: WriteOp, policy: &RetryPolicy) -> Result<()> {
+        write_policy(self, op, policy)
+    }
+
+    /// Creates or replaces (upserts) a queue, then reads it back and compares.
+    pub fn write_queue(&self, op: WriteOp, queue: &Queue) -> Result<()> {
+        write_queue(self, op, queue)
+    }
+
+    /// The pause before re-reading after a conflict (see [`pause`]).
+    pub fn conflict_pause(&self, name: &str, attempt: u32) {
+        pause(self, name, attempt)
+    }
+
+    /// Reads queue `name`, applies `edit` and writes the result, again on a conflict: see
+    /// [`modify_queue`].
+    pub fn modify_queue<E>(
+        &self,
+        name: &str,
+        edit: impl FnMut(&mut Queue) -> std::result::Result<(), E>,
+    ) -> std::result::Result<Modified, ModifyError<E>> {
+        modify_queue(self, name, edit)
+    }
 }
 
 /// Why a read-modify-write failed: the edit refused (its own error) or the server did.

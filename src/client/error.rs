@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use reqwest::StatusCode;
 
-use super::redact_url;
 use crate::error::ExitCode;
+use crate::redact::redact_url;
 use crate::wire::{DIALECT_HEADER, DIALECT_V1};
 
 /// Everything that can go wrong talking to a server, each with its exit code.

@@ -45,13 +45,17 @@ use tonic::codegen::http;
 use tonic::metadata::{AsciiMetadataValue, MetadataMap};
 use tonic::Status;
 
-use super::{codes, log, redact_url, trust, Auth, Client, ClientConfig, ClientError, Noun, Result, WriteOp};
+use super::config::{Auth, ClientConfig};
+use super::error::{codes, ClientError, Result};
+use super::transport::{log, Client, Noun, WriteOp};
+use super::trust;
 use crate::armada_api::api::queue_service_client::QueueServiceClient;
 use crate::armada_api::api::retry_policy_service_client::RetryPolicyServiceClient;
 use crate::armada_api::api::streaming_queue_message::Event;
 use crate::armada_api::api::submit_client::SubmitClient;
 use crate::armada_api::{self as armada, api, MAX_MESSAGE};
 use crate::model::{Queue, RetryPolicy};
+use crate::redact::redact_url;
 use crate::wire::DIALECT_HEADER;
 
 /// Whether `url` names a gRPC server: `grpc://host:port` or `grpcs://host:port`.

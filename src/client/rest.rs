@@ -32,8 +32,12 @@ use reqwest::blocking::{Client as Http, Response};
 use reqwest::{Method, StatusCode};
 use serde_json::Value;
 
-use super::{codes, log, redact_url, trust, Auth, Client, ClientConfig, ClientError, Noun, Result, WriteOp};
+use super::config::{Auth, ClientConfig};
+use super::error::{codes, ClientError, Result};
+use super::transport::{log, Client, Noun, WriteOp};
+use super::trust;
 use crate::model::{Queue, RetryPolicy};
+use crate::redact::redact_url;
 use crate::wire::{self, Dialect, DIALECT_HEADER, DIALECT_V1};
 
 /// A REST client for one server.

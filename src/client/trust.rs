@@ -24,6 +24,8 @@ use tokio_rustls::rustls::crypto::{verify_tls12_signature, verify_tls13_signatur
 use tokio_rustls::rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use tokio_rustls::rustls::{self, CertificateError, DigitallySignedStruct, RootCertStore, SignatureScheme};
 
+use super::error::ClientError;
+
 /// A rustls client configuration trusting the system roots plus `extra` (DER).
 pub fn client_config(extra: &[Vec<u8>]) -> Result<rustls::ClientConfig, String> {
     verifying(extra, false)
@@ -65,8 +67,7 @@ fn verifying(extra: &[Vec<u8>], accept_any: bool) -> Result<rustls::ClientConfig
 /// What a failed connection to `url` says about TLS, if anything: the rustls error somewhere
 /// in the chain of `e`. An `io::Error` carries it as its payload (which may be another
 /// `io::Error`), and its `source()` skips the payload, so payloads are followed instead.
-pub(super) fn tls_failure(e: &(dyn std::error::Error + 'static), url: &str) -> Option<super::ClientError> {
-    use super::ClientError;
+pub(super) fn tls_failure(e: &(dyn std::error::Error + 'static), url: &str) -> Option<ClientError> {
     use rustls::{Error as Tls, InvalidMessage};
     let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
     let tls = loop {

@@ -1,10 +1,10 @@
 //! The records both engines write (docs/engines.md), with words: what a replay stores, compares
 //! and prints.
 //!
-//! Owns: [`DecisionKind`] and its names, [`RuleRef`], [`Decision`] and its delay parts
+//! Owns: [`DecisionKind`] and its names, [`Decision`] and its delay parts
 //! ([`DelayParts`]), the nodes a retry avoids ([`Avoid`]), the memory note ([`MemoryNote`])
 //! and the next pod's name ([`pod_name`]). The design engine decides into a
-//! [`super::Verdict`] (numbers and indices) and puts it into a [`Decision`] only for the
+//! [`super::design::Verdict`] (numbers and indices) and puts it into a [`Decision`] only for the
 //! records that carry one (`design::verdict`); the upstream engine builds a [`Decision`]
 //! directly. Must not: decide anything.
 
@@ -14,7 +14,8 @@ use crate::model::duration::GoDuration;
 use crate::model::failure_history::Run;
 use crate::model::policy::Action;
 
-use super::JobState;
+use super::job_state::JobState;
+use super::rule_ref::RuleRef;
 
 /// The decision kinds of docs/engines.md, serialized as written there.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -60,22 +61,6 @@ impl DecisionKind {
         match self {
             DecisionKind::Retry | DecisionKind::LegacyRequeue | DecisionKind::LeaseReturned => Action::Retry,
             _ => Action::Fail,
-        }
-    }
-}
-
-/// Which counter a decision used: a rule by index, or the policy's default action.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
-pub enum RuleRef {
-    Index(usize),
-    Default,
-}
-
-impl std::fmt::Display for RuleRef {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            RuleRef::Index(i) => write!(f, "{i}"),
-            RuleRef::Default => write!(f, "default"),
         }
     }
 }

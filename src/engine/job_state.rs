@@ -3,13 +3,14 @@
 //!
 //! Owns: [`JobState`] (retries, the counters by rule kept inline for the first few, the
 //! nodes tried and attempted, the memory and its bumps, upstream's failure count and avoided
-//! nodes), [`JobContext`] (the job's id and its hash, failFast, the grace period) and the
-//! memory bump both engines apply ([`apply_memory_bump`]). Must not: allocate for a job's
-//! first retries under up to four rules (BENCHMARKS.md's zero allocations per decision).
+//! nodes), [`JobContext`] (the job's id and its hash, failFast, the grace period); the
+//! memory bump both engines apply to it is `memory_bump`'s. Must not: allocate for a job's
+//! first retries under up to four rules (BENCHMARKS.md's zero allocations per decision), or
+//! know policies (it sits below `matcher` and `decision`).
 
 use crate::model::duration::GoDuration;
 
-use super::{CompiledPolicy, MemoryNote, RuleRef};
+use super::rule_ref::RuleRef;
 
 /// What the job carries between runs (docs/engines.md).
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -30,9 +31,10 @@ pub struct JobState {
     /// `nodes_avoided` of `nodes_attempted`. A requeue that adds avoidance adds every node
     /// attempted so far, and nothing removes any, so the avoided nodes are always a prefix.
     pub nodes_avoided: usize,
-    original_memory: Option<f64>,
-    memory_factor: Option<f64>,
-    memory_static: Option<f64>,
+    // The memory bump's own (`memory_bump`): how the memory grew, by factor or by addition.
+    pub(super) original_memory: Option<f64>,
+    pub(super) memory_factor: Option<f64>,
+    pub(super) memory_static: Option<f64>,
 }
 
 /// Counters kept inline while a job has retried under at most [`INLINE_COUNTERS`] rules
@@ -139,7 +141,7 @@ impl<'a> JobContext<'a> {
     }
 }
 
-/// FNV-1a of `s`: the first half of the jitter hash ([`super::jitter_fraction`]).
+/// FNV-1a of `s`: the first half of the jitter hash ([`super::design::jitter_fraction`]).
 pub(crate) fn fnv1a(s: &str) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for b in s.bytes() {
@@ -147,31 +149,4 @@ pub(crate) fn fnv1a(s: &str) -> u64 {
         h = h.wrapping_mul(0x0000_0100_0000_01b3);
     }
     h
-}
-
-/// docs/engines.md: the matched rule's `mutate.resources.memory` grows the job's memory
-/// for the next run. One kind per job: factors multiply, each step rounding up from the
-/// previous memory (as upstream's reservation does); statics add; a bump of the other kind
-/// is skipped and the returned note says so. Shared by both engines.
-pub(crate) fn apply_memory_bump(state: &mut JobState, policy: &CompiledPolicy, rule: usize) -> Option<MemoryNote> {
-    let bump = policy.policy.rules[rule]
-        .mutate
-        .as_ref()
-        .and_then(|m| m.resources.as_ref())
-        .and_then(|r| r.memory.as_ref())?;
-    if let Some(factor) = bump.factor {
-        if state.memory_static.is_some() {
-            return Some(MemoryNote::FactorSkipped);
-        }
-        state.memory_factor = Some(state.memory_factor.unwrap_or(1.0) * factor);
-        state.memory = state.memory.map(|m| (m * factor).ceil());
-    } else if let Some(add) = policy.statics[rule] {
-        if state.memory_factor.is_some() {
-            return Some(MemoryNote::StaticSkipped);
-        }
-        let s = state.memory_static.unwrap_or(0.0) + add;
-        state.memory_static = Some(s);
-        state.memory = state.original_memory.map(|m| m + s);
-    }
-    None
 }

@@ -17,15 +17,15 @@ use super::matcher::RetryPlan;
 use crate::model::policy::{Action, RetryPolicy};
 use crate::model::queue::Queue;
 
+use super::design::{first_match, Match};
+use super::inputs::{effective_policy_names, EngineKind, NameOrigin, Settings, POLICY_ANNOTATION};
+use super::job_report::JobReport;
 use super::job_report::{
     decisions_named, outcome_named, replay_detailed, replay_named, runs_left_after, runs_left_named, Detail,
     JobOutcome, PendingEngine,
 };
-use super::JobContext;
-use super::{
-    effective_policy_names, first_match, CompiledPolicy, EngineKind, JobReport, Match, NameOrigin, Policies, Settings,
-    SharedRegexes, POLICY_ANNOTATION,
-};
+use super::job_state::JobContext;
+use super::matcher::{CompiledPolicy, Policies, SharedRegexes};
 
 #[derive(Debug, Clone)]
 pub struct Simulator {
@@ -473,7 +473,7 @@ impl Simulator {
     /// [`Simulator::simulate_detailed`]'s outcome alone ([`JobOutcome`]), at a fraction of a
     /// report's cost: for a search that replays a job under many candidates. `from`: the run
     /// from which [`JobOutcome::compute_from`] counts.
-    /// `ctx`: [`super::job_context`] of `history`, worked out once for every candidate.
+    /// `ctx`: [`super::job_report::job_context`] of `history`, worked out once for every candidate.
     pub fn simulate_outcome(
         &self,
         history: &FailureHistory,
@@ -496,7 +496,7 @@ impl Simulator {
         settings: &Settings,
         each: &mut crate::engine::job_report::Each<'_>,
     ) -> Result<(), String> {
-        let ctx = super::job_context(history);
+        let ctx = super::job_report::job_context(history);
         self.with_policies(history, settings, |policies| {
             decisions_named(history, &ctx, policies, settings, self.engine, each)
         })

@@ -28,10 +28,12 @@
 use crate::model::failure_history::{Outcome, Run};
 use crate::model::policy::{Action, Condition};
 
-use super::{
-    apply_memory_bump, pod_name, CompiledPolicy, Decision, DecisionKind, JobContext, JobState, RuleRef, Settings,
-    Signal,
-};
+use super::decision::{pod_name, Decision, DecisionKind};
+use super::inputs::Settings;
+use super::job_state::{JobContext, JobState};
+use super::matcher::{CompiledPolicy, Signal};
+use super::memory_bump::apply_memory_bump;
+use super::rule_ref::RuleRef;
 
 /// Lease expiry as upstream's scheduler reports it (category / subcategory).
 pub const LEASE_EXPIRED: (&str, &str) = ("internal", "lease-expired");

@@ -14,14 +14,13 @@ use super::decode::{Decoder, Fields};
 use super::failure_history::{self, FailureHistory};
 use super::fields;
 use super::policy::{
-    AffinityMutation, AntiAffinityMode, Backoff, Condition, ExitCodes, MemoryBump, Mutation, Operator,
+    Action, AffinityMutation, AntiAffinityMode, Backoff, Condition, ExitCodes, MemoryBump, Mutation, Operator,
     ResourceMutation, RetryPolicy, Rule,
 };
 use super::queue::{Permission, Queue, Subject};
 use super::scheduler::{self, SchedulerConfig};
 use super::validate;
 use super::vocabulary::{API_V1, API_V1BETA1, API_VERSIONS};
-use super::Action;
 
 /// The envelope of several resources, as kubectl prints and reads them.
 pub const LIST_KIND: &str = "List";

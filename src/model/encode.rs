@@ -253,7 +253,7 @@ fn has_yaml11_break(value: &Value) -> bool {
 mod tests {
     use super::*;
     use crate::model::document::parse_documents;
-    use crate::model::Resource;
+    use crate::model::document::Resource;
 
     #[test]
     fn yaml11_line_separators_round_trip() {

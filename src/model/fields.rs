@@ -975,7 +975,7 @@ pub fn type_name(ty: &Ty) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::parse_documents;
+    use crate::model::document::parse_documents;
     use serde_json::{json, Value};
 
     /// Every (document path, JSON pointer parts) under `fields`, arrays entered at index 0.

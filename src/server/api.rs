@@ -318,7 +318,10 @@ fn json_body(body: Result<Bytes, BytesRejection>) -> Result<Value, ApiError> {
         } else if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
             ApiError::new(
                 Code::ResourceExhausted,
-                format!("request body is larger than the limit of {} bytes", super::MAX_BODY),
+                format!(
+                    "request body is larger than the limit of {} bytes",
+                    super::body::MAX_BODY
+                ),
             )
         } else {
             ApiError::invalid(format!("cannot read the request body: {}", rejection.body_text()))

@@ -4,7 +4,7 @@
 //! few seconds, so without this a client sending `Content-Length: 1000000` and then one byte
 //! a second holds its connection (and a slot under the connection cap) for days.
 //!
-//! Owns: [`Deadline`], a wrapper on any request body (an HTTP/1.1 body or an HTTP/2 stream's
+//! Owns: the body's size limit ([`MAX_BODY`]) and [`Deadline`], a wrapper on any request body (an HTTP/1.1 body or an HTTP/2 stream's
 //! alike) that fails with [`BodyTimeout`] once the deadline has passed and the body is still
 //! incomplete. Must not: answer the request or close the connection (the handler that reads
 //! the body turns the error into 408 with `Connection: close`, `api::json_body`), or cost a
@@ -17,6 +17,9 @@ use std::time::Duration;
 
 use hyper::body::{Body, Bytes, Frame, SizeHint};
 use tokio::time::{Instant, Sleep};
+
+/// Request bodies larger than this are refused with 413.
+pub const MAX_BODY: usize = 1024 * 1024;
 
 /// How long a request body may take after its header (docs/serve.md).
 pub const BODY_READ_TIMEOUT: Duration = Duration::from_secs(30);

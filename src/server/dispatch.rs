@@ -36,8 +36,9 @@ use hyper_util::service::TowerToHyperService;
 use super::api::{self, ApiError};
 use super::body::Deadline;
 use super::conn::Peer;
+use super::guard::Guard;
+use super::hygiene::{log_start, logged_target, mark_and_log, panic_response, Log};
 use super::store::Store;
-use super::{log_start, mark_and_log, panic_response, Guard, Log};
 
 /// What every connection serves requests with.
 pub struct App {
@@ -250,7 +251,7 @@ impl Requests {
             .flatten()
             .map(|e| InFlight {
                 method: e.method.clone(),
-                target: super::logged_target(&e.uri),
+                target: logged_target(&e.uri),
                 peer: e.peer,
                 since: e.since,
             })
@@ -302,8 +303,9 @@ impl Drop for Registered {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::server::guard::AcceptedCredentials;
     use crate::server::store::Location;
-    use crate::server::{router, AcceptedCredentials, Config};
+    use crate::server::{router, Config};
     use axum::body::Body;
     use axum::http::StatusCode;
     use base64::Engine as _;
@@ -511,7 +513,7 @@ mod tests {
         let (app, _, _log) = app(&authed);
         let peer: SocketAddr = "127.0.0.1:5555".parse().unwrap();
         let bad = [("authorization", "Bearer no")];
-        for _ in 0..super::super::MAX_AUTH_FAILURES {
+        for _ in 0..super::super::guard::MAX_AUTH_FAILURES {
             let resp = app
                 .fast(&request(&Method::GET, "/v1/retry-policies", &bad), None, peer)
                 .unwrap();

@@ -36,8 +36,9 @@ use tonic::codegen::Service as _;
 use tonic::{Code as GrpcCode, Status};
 
 use super::api::{self, ApiError, Code};
+use super::guard::Guard;
+use super::hygiene::{log_start, mark_and_log, panic_payload_text, Log};
 use super::store::{Store, StoreError, Versioned};
-use super::{log_start, mark_and_log, panic_payload_text, Guard, Log};
 use crate::armada_api::api as pb;
 use crate::armada_api::api::queue_service_server::{QueueService, QueueServiceServer};
 use crate::armada_api::api::retry_policy_service_server::{RetryPolicyService, RetryPolicyServiceServer};

@@ -34,11 +34,13 @@ use crate::model::duration::GoDuration;
 use crate::model::failure_history::{Outcome, Run};
 use crate::model::policy::{Action, Backoff, Condition};
 
+use super::decision::{DecisionKind, DelayParts};
+use super::inputs::Settings;
+use super::job_state::{JobContext, JobState};
 use super::matcher::RunFacts;
-use super::{
-    apply_memory_bump, CompiledPolicy, DecisionKind, DelayParts, JobContext, JobState, Policies, RuleRef, Settings,
-    Signal,
-};
+use super::matcher::{CompiledPolicy, Policies, Signal};
+use super::memory_bump::apply_memory_bump;
+use super::rule_ref::RuleRef;
 use backoff::jitter_from_hash;
 pub use backoff::{
     backoff_delay, jitter_fraction, resolve_backoff, BUILTIN_INITIAL_DELAY, BUILTIN_JITTER, BUILTIN_MAX_DELAY,

@@ -8,7 +8,10 @@ use crate::model::duration::GoDuration;
 use crate::model::failure_history::Run;
 use crate::model::policy::Action;
 
-use crate::engine::{pod_name, Avoid, Decision, DecisionKind, DelayParts, JobState, MemoryNote, RuleRef, Signal};
+use crate::engine::decision::{pod_name, Avoid, Decision, DecisionKind, DelayParts, MemoryNote};
+use crate::engine::job_state::JobState;
+use crate::engine::matcher::Signal;
+use crate::engine::rule_ref::RuleRef;
 
 /// One design-engine evaluation (docs/engines.md) as numbers and indices: what [`super::evaluate`]
 /// returns, with no heap allocation. The words of the record — the signal, the nodes to

@@ -6,7 +6,7 @@
 
 use crate::model::failure_history::{JobExpect, RunExpect};
 
-use super::{JobReport, RunRecord};
+use super::report::{JobReport, RunRecord};
 
 /// The history's job-level `expect`: final state, total retries, last decision kind.
 pub(super) fn check_job(report: &mut JobReport, e: &JobExpect) {

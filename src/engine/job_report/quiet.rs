@@ -7,16 +7,18 @@
 //! holds the two together).
 //! Must not: write words, records or contradictions (that is `record`).
 
+use crate::engine::decision::DecisionKind;
+use crate::engine::design::{copies_until_fail, evaluate, evaluate_matched, first_match, Match};
+use crate::engine::inputs::{EngineKind, Settings};
+use crate::engine::job_state::{JobContext, JobState};
+use crate::engine::matcher::Policies;
+use crate::engine::rule_ref::RuleRef;
 use crate::engine::upstream::{self, UpstreamJob};
-use crate::engine::{
-    copies_until_fail, evaluate, evaluate_matched, first_match, DecisionKind, EngineKind, JobContext, JobState, Match,
-    Policies, RuleRef, Settings,
-};
 use crate::model::duration::GoDuration;
 use crate::model::failure_history::{FailureHistory, Final, Outcome, Run, StartedAt};
 use crate::model::policy::Action;
 
-use super::PendingEngine;
+use super::report::PendingEngine;
 
 /// What a comparison counts of one side of a job, and nothing else (docs/what-if.md): its final
 /// state, retries, delay, the runs it starts and their run time.
@@ -38,7 +40,7 @@ pub struct JobOutcome {
 /// (a scheduler reload between runs, each start from the last decision, `decide`, the end of
 /// the job), with no record, no text and no check, so that a search over many candidates
 /// (`tune`) replays each one at a fraction of a report's cost. Equal, field by field, to what
-/// the report of [`Detail::Outcome`](super::Detail::Outcome) gives (a test holds the two
+/// the report of [`Detail::Outcome`](super::report::Detail::Outcome) gives (a test holds the two
 /// together); `from`: the run from which [`JobOutcome::compute_from`] counts (a comparison's
 /// other side's runs); `matches`: each run's first match over a list with these matchers, when
 /// the caller knows them (`Simulator::match_table`; the design engine only).
@@ -58,7 +60,7 @@ pub(in crate::engine) fn outcome_named(
 }
 
 /// [`outcome_named`]'s replay of the recorded runs, telling `each` every decision it makes,
-/// with the rule that made it: what a report of [`Detail::Outcome`](super::Detail::Outcome)
+/// with the rule that made it: what a report of [`Detail::Outcome`](super::report::Detail::Outcome)
 /// records of each run's decision, without the records (`suggest`'s first pass reads only
 /// which rule of today's decided each failed run; a test holds the two together).
 pub(in crate::engine) fn decisions_named<'q>(
@@ -101,7 +103,7 @@ pub(in crate::engine) fn runs_left_named(
 }
 
 /// [`runs_left_named`] from the state a Pending job's replay left (`pending`, taken from its report
-/// with [`JobReport::take_pending`](super::JobReport::take_pending)): the recorded runs are not
+/// with [`JobReport::take_pending`](super::report::JobReport::take_pending)): the recorded runs are not
 /// replayed again.
 #[allow(clippy::too_many_arguments)]
 pub(in crate::engine) fn runs_left_after(

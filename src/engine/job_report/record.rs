@@ -8,18 +8,20 @@
 
 use std::sync::Arc;
 
+use crate::engine::decision::{pod_name, Avoid, Decision, DecisionKind};
+use crate::engine::design::evaluate;
+use crate::engine::inputs::{EngineKind, Settings, DEFAULT_GRACE, FAIL_FAST_ANNOTATION};
+use crate::engine::job_state::{JobContext, JobState};
+use crate::engine::matcher::Policies;
 use crate::engine::upstream::{self, UpstreamJob};
-use crate::engine::{
-    evaluate, pod_name, Avoid, Decision, DecisionKind, EngineKind, JobContext, JobState, Policies, Settings,
-};
 use crate::model::duration::GoDuration;
 use crate::model::failure_history::{FailureHistory, JobEnd, Outcome, Run, StartedAt};
 use crate::model::policy::Action;
 
 use super::expect::{check_job, check_run};
+use super::report::{Detail, JobReport, JobStatus, PendingEngine, RunRecord};
 use super::schedule::{Avoiding, NodesTried, Schedule};
 use super::words::{describe_failure, explain};
-use super::{job_context, Detail, JobReport, JobStatus, PendingEngine, RunRecord};
 
 /// [`replay_detailed`](super::replay_detailed) with the policies' names for the report given, so
 /// that a caller that replays many jobs with the same list shares one copy (`Simulator` keeps one
@@ -342,4 +344,16 @@ impl JobReport {
         }
         ended
     }
+}
+
+/// The job's facts an engine reads besides its runs: its id (and the id's hash),
+/// `failFast`, its grace period. Worked out once per job: a search replaying it under many
+/// candidates passes it to each ([`crate::engine::simulator::Simulator::simulate_outcome`]).
+pub fn job_context(history: &FailureHistory) -> JobContext<'_> {
+    let job = &history.job;
+    JobContext::new(
+        &job.id,
+        job.annotations.get(FAIL_FAST_ANNOTATION).is_some_and(|v| v == "true"),
+        job.termination_grace_period.unwrap_or(DEFAULT_GRACE),
+    )
 }

@@ -5,11 +5,12 @@
 //! named by the first run on each rather than copied). Must not: decide a run, or write a
 //! report's records (that is `record`).
 
-use crate::engine::{Avoid, JobState};
+use crate::engine::decision::Avoid;
+use crate::engine::job_state::JobState;
 use crate::model::failure_history::{FailureHistory, Outcome};
 
+use super::report::JobReport;
 use super::words::format_instant;
-use super::JobReport;
 
 /// What the decisions so far say about the next run: when it may start, which nodes it
 /// avoids (docs/engines.md), for the contradiction checks.

@@ -4,7 +4,8 @@
 //! Owns: those words ([`explain`], [`describe_failure`], [`format_instant`], [`RuleLabel`],
 //! [`plural`]). Must not: decide anything, or know an output format.
 
-use crate::engine::{Decision, DecisionKind, RuleRef};
+use crate::engine::decision::{Decision, DecisionKind};
+use crate::engine::rule_ref::RuleRef;
 use crate::model::duration::GoDuration;
 use crate::model::failure_history::{Outcome, Run, Timestamp};
 

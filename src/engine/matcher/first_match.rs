@@ -7,12 +7,12 @@
 //! message rules only, whose candidates are the shared search's answer. Must not: allocate,
 //! or try a rule out of order.
 
+use super::compiled_policy::CompiledPolicy;
 use super::masks::SelectedCode;
 use super::message_regexes::{Alone, ChunkHits, MessageHits, Searched, SharedAnswer};
 use super::policy_list::SharedSearch;
 use super::run_facts::{RunFacts, NAME_CACHE, UNRESOLVED};
 use super::signal::Signal;
-use super::CompiledPolicy;
 
 impl CompiledPolicy {
     /// docs/engines.md over this policy's rules: the first rule that matches, with its signal.

@@ -32,16 +32,8 @@ use regex_automata::{Input, MatchKind};
 use crate::model::failure_history::Run;
 use crate::model::validate::MAX_REGEX_SIZE;
 
-use super::CompiledPolicy;
-
-/// Policies a `SharedRegexes` covers, each with one word of rule bits in a search's answer:
-/// the first [`SLOTS`] policies of a list that have regex message rules (a later one keeps its
-/// own path).
-pub(crate) const SLOTS: usize = 4;
-
-/// Messages whose hits a search keeps (as `message_regexes::MessageHits` does per policy): past
-/// these, a rule that matched finds its message with its own regex.
-pub(crate) const KEPT_MESSAGES: usize = 4;
+use super::compiled_policy::CompiledPolicy;
+use super::hits::{Hits, KEPT_MESSAGES, SLOTS};
 
 /// The DFA's size limit: a DFA larger than this is not built, and the policies keep their
 /// own path. The size of a multi-pattern DFA grows with the patterns' mutual overlaps, not
@@ -497,26 +489,6 @@ impl Clone for SharedRegexes {
             dfa: OnceLock::new(),
         }
     }
-}
-
-/// What one search found, per policy slot (its rule bits): the rules whose regex matches a
-/// non-init message (`plain`) or any searched message (`any`), and the first
-/// [`KEPT_MESSAGES`] messages with a match, in container order: (container, init container,
-/// rules matching it); `len` counts them all.
-pub(crate) struct Hits {
-    pub(crate) plain: [u64; SLOTS],
-    pub(crate) any: [u64; SLOTS],
-    pub(crate) len: usize,
-    pub(crate) at: [(u32, bool, [u64; SLOTS]); KEPT_MESSAGES],
-}
-
-impl Hits {
-    pub(crate) const NONE: Hits = Hits {
-        plain: [0; SLOTS],
-        any: [0; SLOTS],
-        len: 0,
-        at: [(0, false, [0; SLOTS]); KEPT_MESSAGES],
-    };
 }
 
 /// The slot of a policy that is not covered.

@@ -14,7 +14,7 @@
 use crate::model::policy::Rule;
 use crate::model::validate::MAX_REGEX_SIZE;
 
-use super::list_dfa::{Hits, KEPT_MESSAGES};
+use super::hits::{Hits, KEPT_MESSAGES};
 use super::pattern::Pattern;
 use super::regex_prefilter::Literals;
 use super::rule::RuleMatcher;

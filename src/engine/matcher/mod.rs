@@ -1,14 +1,15 @@
 //! Policies compiled once into matcher tables (docs/engines.md), read by both engines: the
 //! design engine matches with them, the upstream engine reads the policy and its memory bumps.
 //!
-//! Owns: [`CompiledPolicy`], built from a [`RetryPolicy`] in named steps — each rule's
+//! Owns: [`CompiledPolicy`] (`compiled_policy`), built from a
+//! [`RetryPolicy`](crate::model::policy::RetryPolicy) in named steps — each rule's
 //! matchers (`rule`), the rejection masks (`masks`: category index, conditions, exit codes,
 //! named containers' exit codes and message prefixes), the policy's own search over its regex
 //! message rules (`message_regexes`, with the literal prefilter of `regex_prefilter`), and
 //! each rule's retry plan (`retry_plan`) — and the first match over one policy
 //! (`first_match`). The list a job gets ([`Policies`], `policy_list`) adds one search of a
 //! run's messages for the regex message rules of all its policies, over the DFA of
-//! `list_dfa` ([`SharedRegexes`]). What a match saw is a [`Signal`] (`signal`), read from the
+//! `list_dfa` ([`SharedRegexes`]; what a search found is `hits`). What a match saw is a [`Signal`] (`signal`), read from the
 //! run's facts ([`RunFacts`], `run_facts`); a rule's message pattern is a [`Pattern`]
 //! (`pattern`: a literal test, the `regex` crate's `Regex`, or for a pattern whose byte
 //! automaton would be large a program over characters, `char_program`).
@@ -16,10 +17,13 @@
 //! Must not: allocate while matching (the evaluator's budget is zero heap allocations per
 //! decision, `tests/alloc.rs`), do I/O, or change the order in which rules are tried: the
 //! masks only skip rules that cannot match, and candidates are visited in rule order, so the
-//! first matching rule still wins.
+//! first matching rule still wins. This file only declares the parts and re-exports what the
+//! engine uses; the parts import each other, never this file.
 
 mod char_program;
+mod compiled_policy;
 mod first_match;
+mod hits;
 mod list_dfa;
 mod masks;
 mod message_regexes;
@@ -33,182 +37,11 @@ mod signal;
 #[cfg(test)]
 mod tests;
 
-use crate::model::policy::RetryPolicy;
-use crate::model::quantity::parse_quantity;
-
+pub use compiled_policy::CompiledPolicy;
 pub use list_dfa::SharedRegexes;
-use masks::{CategoryIndex, ConditionMasks, ExitMasks, NamedExits, SlotPrefixes};
-use message_regexes::MessageRegexes;
 pub(crate) use pattern::{Pattern, PatternPool};
 pub use policy_list::Policies;
 pub(crate) use regex_prefilter::required_of_all;
-use retry_plan::rule_plans;
 pub(crate) use retry_plan::RetryPlan;
-use rule::{compile_rule, RuleMatcher};
 pub(crate) use run_facts::RunFacts;
-use run_facts::NAME_CACHE;
 pub use signal::Signal;
-
-/// A policy with its rules compiled once into matcher tables.
-#[derive(Debug, Clone)]
-pub struct CompiledPolicy {
-    pub policy: RetryPolicy,
-    rules: Box<[RuleMatcher]>,
-    /// Which rules are candidates for a run's category; its rules-without-category bitset
-    /// gives the policy's number of bitset words ([`CompiledPolicy::words`]).
-    categories: CategoryIndex,
-    /// The rejection masks: a run without any of a rule's pod conditions, a selected
-    /// container's exit code that a rule does not admit, a named container's exit code or
-    /// message first byte.
-    conditions: ConditionMasks,
-    exits: ExitMasks,
-    named_exits: Box<[NamedExits]>,
-    prefixes: Box<[SlotPrefixes]>,
-    /// More than [`MASKED_RULES`] rules: worth the per-decision set-up of the rejection
-    /// masks above. With fewer, trying the category candidates directly is cheaper (measured
-    /// on `scripts/bench-simulate.sh`'s policies of 1–3 rules: the masks made a decision
-    /// slower there).
-    use_masks: bool,
-    /// With masks and one word of rules, every rule that can match is a regex message rule
-    /// without `containerName` and without any other matcher (an Xid catalog): its candidates
-    /// are exactly the rules a multi-pattern search says match, with no mask to compute.
-    pure_regex: bool,
-    /// The regex message rules without `containerName` and the policy's own search over them.
-    regexes: MessageRegexes,
-    /// `mutate.resources.memory.static` in bytes, per rule.
-    pub(crate) statics: Vec<Option<f64>>,
-    /// What a retry under each rule takes, and under the default action (`default_plan`).
-    plans: Box<[RetryPlan]>,
-    default_plan: RetryPlan,
-}
-
-/// Rules per policy up to which the rejection masks are not used (see `use_masks`).
-const MASKED_RULES: usize = 4;
-
-impl CompiledPolicy {
-    /// Fails only on what validation already rejects (a bad pattern or quantity); callers
-    /// validate first, so the error is a safety net, not the user-facing report.
-    pub fn new(policy: RetryPolicy) -> Result<CompiledPolicy, String> {
-        let words = policy.rules.len().div_ceil(64).max(1);
-        let CompiledRules {
-            mut matchers,
-            names,
-            statics,
-        } = compile_rules(&policy)?;
-        let use_masks = policy.rules.len() > MASKED_RULES;
-        let regexes = MessageRegexes::new(&policy.rules, &mut matchers, words);
-        let pure_regex = words == 1 && use_masks && only_regex_rules(&policy, &regexes);
-        Ok(CompiledPolicy {
-            categories: CategoryIndex::new(&policy.rules, words),
-            conditions: ConditionMasks::new(&policy.rules, words),
-            exits: ExitMasks::new(&policy.rules, words),
-            named_exits: NamedExits::new(&policy.rules, &matchers, &names, words),
-            prefixes: SlotPrefixes::new(&matchers, &names, words),
-            use_masks,
-            pure_regex,
-            regexes,
-            statics,
-            plans: rule_plans(&policy),
-            default_plan: RetryPlan::new(None, &policy),
-            rules: matchers.into(),
-            policy,
-        })
-    }
-
-    pub fn name(&self) -> &str {
-        &self.policy.name
-    }
-
-    /// Words of 64 rules in the policy's bitsets.
-    #[inline(always)]
-    fn words(&self) -> usize {
-        self.categories.uncategorized.len()
-    }
-
-    /// The regex message rules without `containerName` of a policy of at most 64 rules, the
-    /// ones a list's [`SharedRegexes`] may search for it: (rule, `includeInitContainers`,
-    /// pattern), in rule order. Empty for a larger policy (it keeps its pattern sets), and for
-    /// one of at most [`MASKED_RULES`] rules (it tries its rules directly).
-    pub(crate) fn shared_regex_rules(&self) -> Vec<(usize, bool, &str)> {
-        if self.words() != 1 || !self.use_masks {
-            return Vec::new();
-        }
-        let [plain, init] = self.regexes.rules(0);
-        let rules = plain | init;
-        (0..self.rules.len())
-            .filter(|&i| rules & (1u64 << i) != 0)
-            .filter_map(|i| {
-                let rule = &self.policy.rules[i];
-                Some((i, rule.include_init_containers, rule.on_termination_message.as_deref()?))
-            })
-            .collect()
-    }
-
-    /// What a retry under `rule` (an index, `None` for the default action) takes.
-    #[inline]
-    pub(crate) fn plan(&self, rule: Option<usize>) -> &RetryPlan {
-        match rule {
-            Some(r) => &self.plans[r],
-            None => &self.default_plan,
-        }
-    }
-}
-
-/// A policy's rules compiled one by one: their matchers, the distinct `containerName`s they
-/// name in the order first named (the first [`NAME_CACHE`] get a slot in the per-decision
-/// cache of resolved names), and each rule's `mutate.resources.memory.static` in bytes.
-struct CompiledRules<'p> {
-    matchers: Vec<RuleMatcher>,
-    names: Vec<&'p str>,
-    statics: Vec<Option<f64>>,
-}
-
-/// Each rule of `policy` compiled, in rule order; the first error names its rule.
-fn compile_rules(policy: &RetryPolicy) -> Result<CompiledRules<'_>, String> {
-    let mut matchers = Vec::with_capacity(policy.rules.len());
-    let mut names: Vec<&str> = Vec::new();
-    let mut statics = Vec::with_capacity(policy.rules.len());
-    for (i, rule) in policy.rules.iter().enumerate() {
-        let at = |e: String| format!("policy `{}` rule {i}: {e}", policy.name);
-        let mut matcher = compile_rule(rule).map_err(at)?;
-        if let Some(name) = rule.container_name.as_deref() {
-            let slot = names.iter().position(|n| *n == name).unwrap_or_else(|| {
-                names.push(name);
-                names.len() - 1
-            });
-            matcher.container_slot = (slot < NAME_CACHE).then_some(slot);
-        }
-        matchers.push(matcher);
-        let fixed = rule
-            .mutate
-            .as_ref()
-            .and_then(|m| m.resources.as_ref())
-            .and_then(|r| r.memory.as_ref())
-            .and_then(|m| m.fixed.as_deref());
-        statics.push(match fixed {
-            Some(q) => Some(parse_quantity(q).map_err(at)?),
-            None => None,
-        });
-    }
-    Ok(CompiledRules {
-        matchers,
-        names,
-        statics,
-    })
-}
-
-/// Every rule of a policy of one word that can match is a regex message rule without
-/// `containerName` and without any other matcher (see `pure_regex`); there is one at least.
-fn only_regex_rules(policy: &RetryPolicy, regexes: &MessageRegexes) -> bool {
-    let [plain, init] = regexes.rules(0);
-    let regex_only = plain | init;
-    regex_only != 0
-        && policy.rules.iter().enumerate().all(|(i, r)| {
-            !r.has_matcher()
-                || (regex_only & (1u64 << i) != 0
-                    && r.on_conditions.is_none()
-                    && r.on_exit_codes.is_none()
-                    && r.on_failure_category.is_none()
-                    && r.on_failure_subcategory.is_none())
-        })
-}

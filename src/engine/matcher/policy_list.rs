@@ -9,11 +9,12 @@
 //! policy its part. Must not: allocate, or change which rule wins: a policy asks the shared
 //! search only for what its own path would have found.
 
-use super::list_dfa::{Hits, SharedRegexes};
+use super::compiled_policy::CompiledPolicy;
+use super::hits::Hits;
+use super::list_dfa::SharedRegexes;
 use super::message_regexes::{Alone, Searched, SharedAnswer};
 use super::run_facts::RunFacts;
 use super::signal::Signal;
-use super::CompiledPolicy;
 
 /// The effective policies of a job (docs/engines.md, in order; empty = legacy) as `evaluate` takes
 /// them: the list, and the [`SharedRegexes`] built from that same list when the caller keeps

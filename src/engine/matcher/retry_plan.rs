@@ -8,7 +8,7 @@
 
 use crate::model::policy::{AntiAffinityMode, Backoff, RetryPolicy, Rule};
 
-use crate::engine::Avoid;
+use crate::engine::decision::Avoid;
 
 /// What a retry under one rule (or the policy's default action) takes from the rule and the
 /// policy, resolved once at compile time rather than through both levels per decision:

@@ -9,14 +9,16 @@
 
 use proptest::prelude::*;
 
-use super::list_dfa::{shareable, Hits, KEPT_MESSAGES, SLOTS};
+use super::compiled_policy::MASKED_RULES;
+use super::hits::{Hits, KEPT_MESSAGES, SLOTS};
+use super::list_dfa::shareable;
 use super::message_regexes::{pattern_set, Alone, RegexHits, HIT_PATTERNS};
 use super::pattern::Pattern;
 use super::policy_list::{Covered, SharedSearch};
 use super::regex_prefilter::Literals;
 use super::*;
 use crate::model::failure_history::{Container, Run};
-use crate::model::policy::{Action, Condition, ExitCodes, Operator, Rule};
+use crate::model::policy::{Action, Condition, ExitCodes, Operator, RetryPolicy, Rule};
 use crate::model::validate::compile_pattern;
 
 #[test]

@@ -10,11 +10,11 @@ use crate::tune::rank::{Ranked, Scored};
 
 use crate::output::html::esc;
 use crate::output::text::shown;
-use crate::output::words::{backtest_details, backtest_sentence, ESTIMATE_METHOD};
+use crate::output::words::{backtest_details, backtest_sentence, signed_nanos, ESTIMATE_METHOD};
 
 use super::table::top_rows;
+use super::view::*;
 use super::words::*;
-use super::*;
 
 pub(super) const CSS: &str = "body{font:14px/1.45 system-ui,sans-serif;margin:0;background:#f5f7fa;color:#1f2933}main{max-width:1200px;margin:0 auto;padding:24px}section{background:#fff;border-radius:8px;padding:16px 20px;margin:16px 0;box-shadow:0 1px 2px #0001}h1{font-size:22px;margin:0 0 4px}h2{font-size:16px;margin:0 0 12px}.sub{color:#52606d;margin:0}table{border-collapse:collapse;width:100%;font-size:13px}th,td{text-align:left;padding:4px 6px;border-bottom:1px solid #e4e7eb;font-variant-numeric:tabular-nums}.v{overflow-wrap:anywhere;min-width:6em}th{font-weight:600;color:#52606d}.n{text-align:right}.rec td{background:#e3f8ee;font-weight:600}.plan{font-size:15px}.note{color:#52606d;font-size:12px}code{background:#f0f4f8;padding:1px 4px;border-radius:3px;overflow-wrap:anywhere}svg{max-width:100%;height:auto}.est{font-style:italic;color:#8a4b08}svg text{font:11px system-ui,sans-serif;fill:#52606d}svg text.cap{fill:#d64545}";
 

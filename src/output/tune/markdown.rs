@@ -6,10 +6,11 @@
 use std::fmt::Write as _;
 
 use crate::output::markdown::{self, code_span, text as markdown_text};
+use crate::output::words::signed_nanos;
 
 use super::table::top_rows;
+use super::view::*;
 use super::words::*;
-use super::*;
 
 pub(super) fn markdown(view: &TuneView<'_>) -> String {
     let r = view.ranked;

@@ -10,9 +10,10 @@
 //! recommendation highlighted, `--max-compute` a dashed line, then the table; the page fits
 //! 1280 pixels: the varied columns wrap).
 //!
-//! This file owns the view handed over ([`TuneView`]) and which format writes it ([`write`]);
-//! the rest by concept: `record` (json, yaml), `words` (what the formats say alike), then one
-//! file per format: `table`, `markdown`, `html`.
+//! This file owns which format writes the view ([`write`]) and the sweep's stderr side; the
+//! rest by concept: `view` (the view handed over, [`TuneView`], and the figures every format
+//! reads off it), `record` (json, yaml), `words` (what the formats say alike), then one file
+//! per format: `table`, `markdown`, `html`.
 //!
 //! Owns: how a ranked search looks; each candidate's comparison is written with the records'
 //! own pieces (`records::{transitions_json, compute_json, estimate_json}`), so that its numbers print as
@@ -23,93 +24,25 @@ mod html;
 mod markdown;
 mod record;
 mod table;
+mod view;
 mod words;
 
+pub use view::{BaselineFrom, Skipped, TuneView, TOP};
 pub use words::{none_recommended, pick_refusal, pick_warning};
 
 use std::io::{self, Write};
 
-use crate::replay::backtest::Backtest;
-use crate::replay::compare::hours;
 use crate::replay::sink::Message;
 use crate::replay::source::Progress;
-use crate::tune::rank::{Excluded, Ranked, Scored};
 use crate::tune::sweep::Listener;
-use crate::tune::CandidateError;
 
 use super::stderr::Stderr;
-use super::words::{seconds_words, signed_nanos};
 use super::{Format, Style};
 
 use html::html;
 use markdown::markdown;
 use record::document;
 use table::write_table;
-
-/// Candidates the table, markdown and html list at most, in the recommendation order.
-pub const TOP: usize = 20;
-
-/// A candidate whose documents do not validate.
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
-pub struct Skipped {
-    pub id: u64,
-    pub values: Vec<(String, String)>,
-    pub errors: Vec<CandidateError>,
-}
-
-/// Where the baseline came from (`baselineFrom`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub enum BaselineFrom {
-    /// The template as written (no `--baseline`).
-    Template,
-    /// `--baseline FILES`.
-    Files,
-    /// `--baseline-from-cluster`.
-    Cluster,
-}
-
-impl BaselineFrom {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            BaselineFrom::Template => "template",
-            BaselineFrom::Files => "files",
-            BaselineFrom::Cluster => "cluster",
-        }
-    }
-
-    fn words(self) -> &'static str {
-        match self {
-            BaselineFrom::Template => "the template as written",
-            BaselineFrom::Files => "the --baseline files",
-            BaselineFrom::Cluster => "what the cluster runs (its Lookout database)",
-        }
-    }
-}
-
-/// Everything a format shows.
-#[derive(Debug)]
-pub struct TuneView<'a> {
-    pub ranked: &'a Ranked,
-    pub jobs: u64,
-    pub errors: u64,
-    pub baseline_from: BaselineFrom,
-    /// Each vary as typed, and its values as typed.
-    pub varied: &'a [(String, Vec<String>)],
-    /// Each vary's column in the tables, in the same order (`Template::columns`).
-    pub columns: &'a [String],
-    pub skipped: &'a [Skipped],
-    pub max_lost: u64,
-    /// `--max-compute` as typed.
-    pub max_compute: Option<&'a str>,
-    pub backtest: Option<&'a Backtest>,
-    /// The command that writes a candidate, up to `--pick` (` --pick ID -o yaml` follows).
-    pub pick_command: &'a str,
-    /// A side classifies runs with the executor's categorizer: each candidate's collisions
-    /// are shown (`collisions` in json and yaml, a COLLISIONS column in the tables).
-    pub categorized: bool,
-    /// `--shard I/N` printed on its own (not as a partial): its numbers are its jobs' alone.
-    pub shard: Option<crate::replay::shard::Shard>,
-}
 
 /// Writes `view` in `format`.
 pub fn write(format: Format, view: &TuneView<'_>, style: Style, out: &mut dyn Write) -> io::Result<()> {
@@ -137,45 +70,4 @@ impl Listener for StderrListener<'_> {
     fn progress(&mut self, at: Progress) {
         self.0.progress(at);
     }
-}
-
-/// A signed run time in seconds, for reading: `+1h2m`, `-30s`.
-pub(super) fn signed_seconds(s: f64) -> String {
-    if s < 0.0 {
-        format!("-{}", seconds_words(-s))
-    } else {
-        format!("+{}", seconds_words(s))
-    }
-}
-
-/// Whether any job requests a GPU (then the hours are shown).
-pub(super) fn with_gpus(r: &Ranked) -> bool {
-    r.candidates.iter().any(|s| {
-        let c = &s.tally.comparison;
-        c.gpu_added > 0 || c.gpu_removed > 0 || s.pending.gpu_hours > 0.0
-    }) || r.baseline.pending.gpu_hours > 0.0
-}
-
-/// A candidate's GPU-hours: added − removed + expected.
-pub(super) fn gpu_hours(s: &Scored) -> f64 {
-    let c = &s.tally.comparison;
-    hours(c.gpu_added) - hours(c.gpu_removed) + s.pending.gpu_hours
-}
-
-/// The candidate's collisions: its Retry decisions on runs whose pod the executor keeps
-/// (docs/categorizer.md), as `simulate --baseline` counts the candidate side's.
-pub(super) fn collisions(s: &Scored) -> u64 {
-    s.tally
-        .comparison
-        .categories
-        .as_ref()
-        .map_or(0, |c| c.candidate.collisions)
-}
-
-/// Whether `s` breaks `--max-lost`, and whether it breaks `--max-compute`.
-pub(super) fn over(s: &Scored) -> (bool, bool) {
-    (
-        s.excluded.iter().any(|e| matches!(e, Excluded::Lost { .. })),
-        s.excluded.iter().any(|e| matches!(e, Excluded::Compute { .. })),
-    )
 }

@@ -12,7 +12,7 @@ use crate::tune::rank::{Excluded, Scored};
 use crate::output::records::{backtest_json, compute_json, estimate_json, explained_json, transitions_json};
 use crate::output::words::ESTIMATE_METHOD;
 
-use super::*;
+use super::view::*;
 
 pub(super) fn finals_json(f: &[u64; 4]) -> Value {
     json!({

@@ -14,11 +14,11 @@ use crate::model::failure_history::Final;
 use crate::output::lines;
 use crate::output::table::{write_backtest, write_errors};
 use crate::output::text::shown;
-use crate::output::words::{hours_words, COLLISION, METHOD_LINE};
+use crate::output::words::{hours_words, signed_nanos, COLLISION, METHOD_LINE};
 use crate::output::Style;
 
+use super::view::*;
 use super::words::*;
-use super::*;
 
 /// The header and rows of the top table, as plain text cells.
 pub(super) fn top_rows(view: &TuneView<'_>) -> (Vec<String>, Vec<Vec<String>>) {

@@ -8,9 +8,9 @@ use crate::model::failure_history::Final;
 use crate::tune::rank::{EstimatesDecide, Excluded, Ranked};
 
 use crate::output::lines;
-use crate::output::words::{recorded_words, seconds_words};
+use crate::output::words::{recorded_words, seconds_words, signed_nanos};
 
-use super::*;
+use super::view::*;
 
 /// The recommended candidate's values as `--vary` names them (`ml:spec.retryLimit=3`), or
 /// `None` without a recommendation.

@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 
 use axum::body::Bytes;
 
-use super::Versioned;
+use super::types::Versioned;
 
 #[derive(Default)]
 pub(super) struct Cache {

@@ -7,6 +7,8 @@
 //! validated models and their already-encoded bodies.
 //!
 //! The parts, one concept each:
+//! - `types.rs`: what crosses the store's boundary ([`Location`], [`StoreError`],
+//!   [`Versioned`]);
 //! - `cache.rs`: the read cache every read answers from;
 //! - `writer.rs`: the group-commit writer, the one thread that writes (a queue of writes, a
 //!   transaction per batch, a savepoint per write, the cache updated after the commit);
@@ -22,7 +24,6 @@
 //! (no cascade) with `PRAGMA foreign_keys = ON`, so even a bug in the checks could not leave a
 //! queue referencing a missing policy.
 
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex, RwLock};
 
 use axum::body::Bytes;
@@ -32,63 +33,15 @@ use crate::model::Queue;
 
 mod cache;
 mod sqlite;
+mod types;
 mod writer;
 
 use cache::{cache_put, cache_remove, Cache};
 pub use sqlite::integrity_check;
 use sqlite::Checkpointer;
+pub use types::{Location, StoreError, Versioned};
 pub use writer::Pending;
 use writer::{Shared, Work, Writer};
-
-/// Where the database lives.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Location {
-    File(PathBuf),
-    InMemory,
-}
-
-impl std::fmt::Display for Location {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Location::File(p) => write!(f, "{}", p.display()),
-            Location::InMemory => f.write_str("in memory"),
-        }
-    }
-}
-
-/// Why a write did not happen.
-#[derive(Debug, Clone)]
-pub enum StoreError {
-    AlreadyExists,
-    NotFound,
-    /// Policies named by a queue that do not exist, in the order the queue lists them.
-    UnknownPolicies(Vec<String>),
-    /// Queues (sorted) that still reference the policy being deleted.
-    InUse(Vec<String>),
-    /// `If-Match` named a version that is no longer the stored one (or the resource is gone).
-    Stale,
-    /// The database failed for good (disk full, I/O error, corruption, read-only): 500.
-    Sql(String),
-    /// The database is busy or closed at shutdown: trying again later can work (503).
-    Unavailable(String),
-}
-
-impl From<rusqlite::Error> for StoreError {
-    fn from(e: rusqlite::Error) -> Self {
-        use rusqlite::ErrorCode::{DatabaseBusy, DatabaseLocked};
-        match e.sqlite_error_code() {
-            Some(DatabaseBusy | DatabaseLocked) => StoreError::Unavailable(e.to_string()),
-            _ => StoreError::Sql(e.to_string()),
-        }
-    }
-}
-
-/// A stored body and its version (what the `ETag` says).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Versioned {
-    pub body: Bytes,
-    pub version: u64,
-}
 
 /// Whether a write may proceed, given the version it expects (`If-Match`).
 fn check_version(current: Option<u64>, expected: Option<u64>) -> Result<(), StoreError> {

@@ -15,7 +15,7 @@ use axum::body::Bytes;
 use rusqlite::Connection;
 
 use super::cache::Cache;
-use super::{Location, Versioned};
+use super::types::{Location, Versioned};
 
 /// Migrations, in order; `PRAGMA user_version` is how many have run. Never edit one that
 /// has shipped: append a new one.

@@ -24,7 +24,7 @@ use std::task::{Context, Poll};
 use rusqlite::{Connection, TransactionBehavior};
 
 use super::cache::{Cache, CacheUpdate};
-use super::StoreError;
+use super::types::StoreError;
 
 /// What the writer thread shares with the store: the connection only it writes through, and
 /// the cache it updates after each commit and every read answers from.

@@ -1,0 +1,119 @@
+//! The view `tune` hands its output ([`TuneView`]: the ranked search and what it was asked),
+//! with its parts ([`Skipped`], [`BaselineFrom`], [`TOP`]) and the figures every format reads
+//! off a candidate alike (GPU-hours, collisions, the limits it breaks).
+//!
+//! Owns: those types and figures. Must not: write any format (that is `table`, `record`,
+//! `markdown`, `html`), or count and rank (`tune::rank`); every format file imports it.
+
+use crate::replay::backtest::Backtest;
+use crate::replay::compare::hours;
+use crate::tune::rank::{Excluded, Ranked, Scored};
+use crate::tune::CandidateError;
+
+use crate::output::words::seconds_words;
+
+/// Candidates the table, markdown and html list at most, in the recommendation order.
+pub const TOP: usize = 20;
+
+/// A candidate whose documents do not validate.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct Skipped {
+    pub id: u64,
+    pub values: Vec<(String, String)>,
+    pub errors: Vec<CandidateError>,
+}
+
+/// Where the baseline came from (`baselineFrom`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum BaselineFrom {
+    /// The template as written (no `--baseline`).
+    Template,
+    /// `--baseline FILES`.
+    Files,
+    /// `--baseline-from-cluster`.
+    Cluster,
+}
+
+impl BaselineFrom {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BaselineFrom::Template => "template",
+            BaselineFrom::Files => "files",
+            BaselineFrom::Cluster => "cluster",
+        }
+    }
+
+    pub(super) fn words(self) -> &'static str {
+        match self {
+            BaselineFrom::Template => "the template as written",
+            BaselineFrom::Files => "the --baseline files",
+            BaselineFrom::Cluster => "what the cluster runs (its Lookout database)",
+        }
+    }
+}
+
+/// Everything a format shows.
+#[derive(Debug)]
+pub struct TuneView<'a> {
+    pub ranked: &'a Ranked,
+    pub jobs: u64,
+    pub errors: u64,
+    pub baseline_from: BaselineFrom,
+    /// Each vary as typed, and its values as typed.
+    pub varied: &'a [(String, Vec<String>)],
+    /// Each vary's column in the tables, in the same order (`Template::columns`).
+    pub columns: &'a [String],
+    pub skipped: &'a [Skipped],
+    pub max_lost: u64,
+    /// `--max-compute` as typed.
+    pub max_compute: Option<&'a str>,
+    pub backtest: Option<&'a Backtest>,
+    /// The command that writes a candidate, up to `--pick` (` --pick ID -o yaml` follows).
+    pub pick_command: &'a str,
+    /// A side classifies runs with the executor's categorizer: each candidate's collisions
+    /// are shown (`collisions` in json and yaml, a COLLISIONS column in the tables).
+    pub categorized: bool,
+    /// `--shard I/N` printed on its own (not as a partial): its numbers are its jobs' alone.
+    pub shard: Option<crate::replay::shard::Shard>,
+}
+
+/// A signed run time in seconds, for reading: `+1h2m`, `-30s`.
+pub(super) fn signed_seconds(s: f64) -> String {
+    if s < 0.0 {
+        format!("-{}", seconds_words(-s))
+    } else {
+        format!("+{}", seconds_words(s))
+    }
+}
+
+/// Whether any job requests a GPU (then the hours are shown).
+pub(super) fn with_gpus(r: &Ranked) -> bool {
+    r.candidates.iter().any(|s| {
+        let c = &s.tally.comparison;
+        c.gpu_added > 0 || c.gpu_removed > 0 || s.pending.gpu_hours > 0.0
+    }) || r.baseline.pending.gpu_hours > 0.0
+}
+
+/// A candidate's GPU-hours: added − removed + expected.
+pub(super) fn gpu_hours(s: &Scored) -> f64 {
+    let c = &s.tally.comparison;
+    hours(c.gpu_added) - hours(c.gpu_removed) + s.pending.gpu_hours
+}
+
+/// The candidate's collisions: its Retry decisions on runs whose pod the executor keeps
+/// (docs/categorizer.md), as `simulate --baseline` counts the candidate side's.
+pub(super) fn collisions(s: &Scored) -> u64 {
+    s.tally
+        .comparison
+        .categories
+        .as_ref()
+        .map_or(0, |c| c.candidate.collisions)
+}
+
+/// Whether `s` breaks `--max-lost`, and whether it breaks `--max-compute`.
+pub(super) fn over(s: &Scored) -> (bool, bool) {
+    (
+        s.excluded.iter().any(|e| matches!(e, Excluded::Lost { .. })),
+        s.excluded.iter().any(|e| matches!(e, Excluded::Compute { .. })),
+    )
+}
