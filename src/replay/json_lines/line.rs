@@ -13,8 +13,8 @@ use crate::model::failure_history::{Final, Job, JobEnd, JobExpect, Resources, Ti
 use crate::model::quantity::parse_quantity;
 
 use super::runs::RunsSeed;
+use super::scratch::Scratch;
 use super::values::{decision_kind, give_up, or_give_up, parse_duration, FieldSeed, MapOnly, Pool, Str};
-use super::Scratch;
 
 // The top level, a run, a run's containers and conditions are decoded by hand, straight
 // into the scratch history (serde's derive can only build new values). They accept exactly

@@ -15,24 +15,27 @@
 //! subset: every value it accepts is checked with the model's own parsers and
 //! `validate_failure_history`).
 //!
-//! One part a file: this one, the entry points and [`Scratch`]; `values` (strings borrowed
+//! One part a file: this one, the entry points and how a [`Scratch`] decodes; `scratch`
+//! (what it holds); `values` (strings borrowed
 //! from the line or copied into pooled buffers, and the values both levels parse); `line`
 //! (the fast path's top level: a line and its job); `runs` (the fast path's runs, their
 //! containers, conditions, events and expectations); `strict` (the strict decoder).
 
 use serde::de::DeserializeSeed;
 
-use crate::model::failure_history::{validate_failure_history, FailureHistory, Run};
+use crate::model::failure_history::{validate_failure_history, FailureHistory};
 
 mod line;
 mod runs;
+mod scratch;
 mod strict;
 mod values;
 
+pub use scratch::Scratch;
 pub use strict::decode_line_strict;
 
 use line::LineSeed;
-use values::Pool;
+use values::KEEP_RUNS;
 
 /// Decodes one (trimmed, non-empty) JSON line; `Err` is the message for the user, without
 /// the `file:line: ` prefix.
@@ -47,25 +50,6 @@ pub fn decode_fast(line: &[u8]) -> Option<FailureHistory> {
     let mut scratch = Scratch::default();
     scratch.decode_fast(line).then_some(scratch.history)
 }
-
-/// One worker's history, decoded into again and again: the strings, runs and containers of
-/// earlier lines keep their buffers, so a typical line allocates nothing (a bulk run
-/// allocated and freed every node, category and container name of every run).
-#[derive(Default)]
-pub struct Scratch {
-    history: FailureHistory,
-    /// Runs beyond the current history's length, kept with their buffers for a longer one.
-    spare: Vec<Run>,
-    strings: Pool,
-}
-
-/// The most runs, and emptied strings, a [`Scratch`] keeps between lines: enough for any
-/// ordinary history, small enough that one huge line does not pin its memory.
-const KEEP_RUNS: usize = 256;
-const KEEP_STRINGS: usize = 1024;
-const KEEP_CONTAINERS: usize = 256;
-/// Larger buffers (a long message) are freed rather than kept.
-const KEEP_STRING_BYTES: usize = 4096;
 
 impl Scratch {
     /// Decodes `line` (fast path, else the strict decoder) into the scratch history.

@@ -11,8 +11,9 @@ use crate::model::duration::GoDuration;
 use crate::model::failure_history::{Container, ExecutorPath, Outcome, PodEvent, Run, RunExpect, StartedAt, Timestamp};
 use crate::model::policy::{Action, Condition};
 
+use super::scratch::Scratch;
 use super::values::{decision_kind, give_up, or_give_up, parse_duration, FieldSeed, MapOnly, Pool, Str};
-use super::{Scratch, KEEP_CONTAINERS, KEEP_STRING_BYTES};
+use super::values::{KEEP_CONTAINERS, KEEP_STRING_BYTES};
 
 /// `runs`, each decoded into a run of the scratch history (a spare one when the history
 /// grows); a run the fast path is not sure of fails the whole line over to the strict

@@ -14,7 +14,13 @@ use serde::Deserialize;
 use crate::model::duration::GoDuration;
 use crate::model::failure_history::{Container, DECISION_KINDS};
 
-use super::{KEEP_STRINGS, KEEP_STRING_BYTES};
+/// The most runs, and emptied strings, a [`Scratch`] keeps between lines: enough for any
+/// ordinary history, small enough that one huge line does not pin its memory.
+pub(super) const KEEP_RUNS: usize = 256;
+pub(super) const KEEP_STRINGS: usize = 1024;
+pub(super) const KEEP_CONTAINERS: usize = 256;
+/// Larger buffers (a long message) are freed rather than kept.
+pub(super) const KEEP_STRING_BYTES: usize = 4096;
 
 /// Emptied strings, and containers of runs that had more, handed out again before
 /// allocating (a preempted run after an OOM-killed one: its containers wait here, strings

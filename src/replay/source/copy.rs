@@ -9,8 +9,8 @@
 //! few settings), as does a YAML file's list of problems (rare, and rendered only by the
 //! second pass).
 //!
-//! Owns: the records' form, [`Places`], [`Copy`] (the copy as a [`HistorySource`]) and
-//! [`CopyBlock`] (a block of records, unpacked by the workers). Must not: decide what is
+//! Owns: writing the records, [`Places`] and [`Copy`] (the copy as a [`HistorySource`]: blocks
+//! of records, [`CopyBlock`]s, which `copy_block` reads back for the workers). Must not: decide what is
 //! copied, or write to a file (the caller writes the bytes these functions build).
 //!
 //! Once the second pass reads the copy, its places are final: [`Copy::open`] takes them as
@@ -26,13 +26,14 @@ use crate::model::failure_history::FailureHistory;
 
 #[cfg(test)]
 use super::super::packed::unpack;
-use super::super::packed::{pack, put_uint as uint, take_uint, Damaged, Packer};
-use super::{Body, Counted, Entry, HistorySource, OneQueue, Origin, Pos, Progress, BLOCK_BYTES};
-
-const JOB: u8 = 0;
-const ERROR: u8 = 1;
-const LEFT_OUT: u8 = 2;
-const INVALID: u8 = 3;
+use super::super::packed::{pack, put_uint as uint, Packer};
+pub use super::copy_block::{CopyBlock, Record};
+use super::copy_block::{Written, ERROR, INVALID, JOB, LEFT_OUT};
+use super::entry::{Body, Entry, BLOCK_BYTES};
+use super::files::Files;
+use super::interface::{Counted, Either, HistorySource, Progress};
+use super::one_queue::OneQueue;
+use super::origin::{Origin, Pos};
 
 /// The files (with their settings) a copy's jobs came from, and the YAML files whose
 /// problems it holds: shared by the workers that pack jobs and the source that reads them.
@@ -79,13 +80,6 @@ impl Places {
             invalid: self.invalid.lock().unwrap_or_else(PoisonError::into_inner).clone(),
         }
     }
-}
-
-/// [`Places`] as a copy's reader takes them: no more are written.
-#[derive(Debug)]
-struct Written {
-    places: Vec<(Origin, Arc<Settings>)>,
-    invalid: Vec<SourceFile>,
 }
 
 /// Appends `history`'s record to `out`: the job as the second pass replays it, from
@@ -298,117 +292,10 @@ impl HistorySource for Copy {
     }
 }
 
-/// Whole records of a copy, as read.
-#[derive(Debug)]
-pub struct CopyBlock {
-    bytes: Vec<u8>,
-    count: usize,
-    places: Arc<Written>,
-}
-
-/// One record of a [`CopyBlock`].
-pub enum Record<'a> {
-    /// A job: where it came from, its settings, and its history (`packed::unpack` reads it).
-    Job {
-        origin: Origin,
-        settings: Arc<Settings>,
-        packed: &'a [u8],
-    },
-    Error(String),
-    LeftOut(String),
-    Invalid(Box<SourceFile>),
-}
-
-impl CopyBlock {
-    /// How many records it holds.
-    pub fn records_held(&self) -> usize {
-        self.count
-    }
-
-    /// Every record with where it stands; a record that does not read back (a bug) as an
-    /// error that says so.
-    pub fn records(&self) -> impl Iterator<Item = (Pos, Record<'_>)> {
-        let mut rest = self.bytes.as_slice();
-        std::iter::from_fn(move || {
-            if rest.len() < 5 {
-                return None;
-            }
-            let n = u32::from_le_bytes([rest[0], rest[1], rest[2], rest[3]]) as usize;
-            let (record, tail) = rest[4..].split_at(n.min(rest.len() - 4));
-            rest = tail;
-            Some(self.record(record).unwrap_or_else(|d| {
-                (
-                    Pos(u64::MAX, u64::MAX),
-                    Record::Error(format!("the temporary copy of the history: a record {d}")),
-                )
-            }))
-        })
-    }
-
-    fn record<'a>(&self, record: &'a [u8]) -> Result<(Pos, Record<'a>), Damaged> {
-        let mut r = Fields { bytes: record, at: 1 };
-        let kind = *record.first().ok_or(Damaged(0))?;
-        if kind == JOB {
-            let place = r.uint()?;
-            let line = r.uint()?;
-            let at = r.uint()?;
-            let doc = r.uint()?;
-            let (mut origin, settings) = usize::try_from(place)
-                .ok()
-                .and_then(|i| self.places.places.get(i).cloned())
-                .ok_or(Damaged(1))?;
-            origin.line = line.checked_sub(1).and_then(|l| usize::try_from(l).ok());
-            (origin.at, origin.doc) = (at, doc);
-            return Ok((
-                origin.pos(),
-                Record::Job {
-                    origin,
-                    settings,
-                    packed: &record[r.at..],
-                },
-            ));
-        }
-        let pos = Pos(r.uint()?, r.uint()?);
-        let said = match kind {
-            ERROR | LEFT_OUT => {
-                let n = usize::try_from(r.uint()?).map_err(|_| Damaged(r.at))?;
-                let text = record
-                    .get(r.at..r.at + n)
-                    .and_then(|t| std::str::from_utf8(t).ok())
-                    .ok_or(Damaged(r.at))?
-                    .to_string();
-                if kind == ERROR {
-                    Record::Error(text)
-                } else {
-                    Record::LeftOut(text)
-                }
-            }
-            INVALID => {
-                let i = usize::try_from(r.uint()?).map_err(|_| Damaged(r.at))?;
-                Record::Invalid(Box::new(self.places.invalid.get(i).cloned().ok_or(Damaged(r.at))?))
-            }
-            _ => return Err(Damaged(0)),
-        };
-        Ok((pos, said))
-    }
-}
-
-/// The varints of a record's head.
-struct Fields<'a> {
-    bytes: &'a [u8],
-    at: usize,
-}
-
-impl Fields<'_> {
-    fn uint(&mut self) -> Result<u64, Damaged> {
-        take_uint(self.bytes, &mut self.at)
-    }
-}
-
 /// What a second pass reads: the first pass's copy (left), or the files again (right: a
 /// sharded suggest's merge, whose shards copied nothing). One per pass, moved into the
 /// replay: that a `Files` is several times a `Copy`'s size costs nothing.
-pub type Again = super::Either<Copy, super::Files>;
+pub type Again = Either<Copy, Files>;
 
 #[cfg(test)]
 mod tests {

@@ -13,9 +13,11 @@ use std::sync::Arc;
 use crate::input::{io_reason, SourceFile, MAX_FILE_BYTES};
 use crate::model::{parse_documents, Kind, Resource};
 
+use super::entry::{Body, Entry};
+use super::files::Files;
 use super::origin::read_exact_at;
+use super::origin::Origin;
 use super::sift::Mine;
-use super::{Body, Entry, Files, Origin};
 
 impl Files {
     /// One YAML or JSON text of FailureHistory (and optionally SchedulerConfig) documents,

@@ -11,7 +11,8 @@ use crate::engine::Settings;
 use crate::input::SourceFile;
 use crate::model::failure_history::FailureHistory;
 
-use super::Origin;
+use super::copy_block::CopyBlock;
+use super::origin::Origin;
 
 /// What an entry carries.
 #[derive(Debug)]
@@ -33,7 +34,7 @@ pub enum Body {
     LeftOut { text: String, job: String },
     /// Records of a copy a first pass made (`copy`): jobs packed, and what was said of the
     /// entries it could not read.
-    Copied(super::copy::CopyBlock),
+    Copied(CopyBlock),
 }
 
 /// Consecutive lines of a JSON Lines input, as read (blank lines, `\r` and all).
@@ -49,7 +50,7 @@ pub struct LineBlock {
     /// How many lines it holds (blank ones included).
     pub count: usize,
     /// How many lines were kept: all of them, but with
-    /// [`HistorySource::sift`](super::HistorySource::sift), where every
+    /// [`HistorySource::sift`](super::interface::HistorySource::sift), where every
     /// line of another shard is left blank (its newline kept, so that the lines after it
     /// keep their numbers). The most jobs the block can hold.
     pub kept: usize,

@@ -4,7 +4,7 @@
 //!
 //! Owns: what is a stream, and opening one: the blank lines before its first line with content,
 //! JSON Lines told from a YAML text, a YAML text read whole, and the bytes read before
-//! [`Files::digest`](super::Files::digest) is asked for. Must not: read a stream by byte range,
+//! `Files::digest` is asked for. Must not: read a stream by byte range,
 //! or read past its first line when it is JSON Lines (that is `lines`).
 
 use std::io::{BufRead, BufReader, Read};
@@ -17,9 +17,10 @@ use super::compressed::compression;
 use super::digest::{new_hasher, Digest};
 use super::documents::decode_text;
 use super::entry::BOM;
-use super::lines::{cut_at_limit, Input, Lines};
+use super::files::Files;
+use super::line_reader::{Input, Lines};
+use super::lines::cut_at_limit;
 use super::sift::Mine;
-use super::Files;
 
 /// Whether `--history PATH` is a stream, read once ([`Files`]), its format told by its
 /// content: stdin (`-`); a path that names a descriptor of this process (`/dev/stdin`,

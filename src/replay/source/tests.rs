@@ -8,7 +8,8 @@ use crate::model::scheduler::SchedulerConfig;
 use crate::replay::shard::Shard;
 
 use super::documents::{doc_start, markers};
-use super::lines::{skip_line, Input, LONG_LINE};
+use super::line_reader::{skip_line, Input};
+use super::lines::LONG_LINE;
 use super::*;
 
 /// What is left of an over-long line, longer than the reader's buffer many times over,
