@@ -18,6 +18,9 @@ keeps that constraint), and a lease is returned only while the job is below
 
 `--submitted` gives each job a submission time (`job.submittedAt`, one every 2 seconds from
 2026-11-01T00:00:00Z, in id order), which `--backtest-at` needs; the runs are the same.
+`--every=S` spaces them S seconds apart instead (incident detection's benchmark: a span long
+beside a job's own hours of runs, so that its first and last hours, when fewer jobs are
+failing, do not leave the steady ones above the span's mean).
 
 `--pending` cuts the final run off about one job in seven that has a run before it: the job is
 still going on the cluster, its last recorded run a failure the policies retry, so the replay
@@ -133,6 +136,7 @@ def main():
     submitted = "--submitted" in sys.argv[1:]
     pending = "--pending" in sys.argv[1:]
     messages = "--messages" in sys.argv[1:]
+    every = next((float(a.split("=", 1)[1]) for a in sys.argv[1:] if a.startswith("--every=")), 2.0)
     # Their own generator: the messages leave every run as it is.
     mrng = random.Random(11)
     # Its own generator: the flag leaves every other job's runs as they are.
@@ -173,7 +177,7 @@ def main():
         record = {"job": {"id": f"job-{job:07d}", "queue": "ml-queue", "terminationGracePeriod": "30s"},
                   "runs": runs}
         if submitted:
-            at = start + datetime.timedelta(seconds=2 * job)
+            at = start + datetime.timedelta(seconds=every * job)
             record["job"]["submittedAt"] = at.strftime("%Y-%m-%dT%H:%M:%SZ")
         out.write(json.dumps(record, separators=(",", ":")))
         out.write("\n")

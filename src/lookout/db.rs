@@ -6,7 +6,7 @@
 //! together and the client holds one job at a time whatever the table size), the days of a
 //! queue's jobs nearest a window that holds none ([`nearest`]), decoding its
 //! rows by hand, and turning a row that cannot be read into an [`Item::Bad`] naming the job,
-//! the run and the column (docs/lookout.md); `watch`'s reads by page are in [`terminal`]. Must not: map rows to histories (`mapping`), or print.
+//! the run and the column (docs/lookout.md); `watch`'s reads by page are in [`terminal`](super::terminal). Must not: map rows to histories (`mapping`), or print.
 //!
 //! A `SQL_ASCII` database keeps whatever bytes it was given: its text is read as those bytes
 //! (the session's `client_encoding` is `SQL_ASCII` too, else the server refuses to send a row
@@ -54,9 +54,6 @@ use super::{Filter, Item};
 use crate::error::{CliError, ExitCode};
 use crate::model::failure_history::Timestamp;
 
-mod terminal;
-pub use terminal::{database_now, jobs_by_id, jobs_in, terminal_jobs, terminal_page, Span, Terminal, TERMINAL_STATES};
-
 /// Bytes of a compressed `error` read: enough for the first [`ERROR_TEXT_MAX`] bytes of text
 /// of any stream a zlib encoder writes (stored blocks add 5 bytes in 64 KiB); a stream that
 /// needs more for less text is cut there too.
@@ -73,7 +70,7 @@ pub const JOB_BYTES_MAX: usize = 32 * 1024 * 1024;
 const RUN_BYTES: usize = 256;
 
 /// The columns read, in order (indexes below).
-const COLUMNS: &str = "j.job_id, j.memory, j.submitted, left(j.annotations::text, 1048577), \
+pub(super) const COLUMNS: &str = "j.job_id, j.memory, j.submitted, left(j.annotations::text, 1048577), \
      r.run_id, r.node, r.job_run_state, r.leased, r.pending, r.started, r.finished, r.exit_code, \
      substring(r.error FROM 1 FOR 131073), r.failure_category, r.failure_subcategory, j.cpu, j.gpu, \
      substring(r.debug FROM 1 FOR 131073), j.queue, j.state";
@@ -633,7 +630,7 @@ pub fn jobs_on<'a>(db: std::sync::Arc<Db>, filter: &Filter) -> Result<super::Job
 /// Off for this session only (a replica allows it): the planner looks each job's runs up
 /// by key instead of reading whole tables, which it prefers for a few thousand jobs among
 /// many (a shard's, a page's).
-fn by_key(db: &Db) -> Result<(), CliError> {
+pub(super) fn by_key(db: &Db) -> Result<(), CliError> {
     db.wait(
         db.client
             .batch_execute("SET enable_seqscan = off; SET enable_mergejoin = off; SET enable_hashjoin = off"),
@@ -642,7 +639,7 @@ fn by_key(db: &Db) -> Result<(), CliError> {
 
 /// The jobs `statement` (a binary `COPY` of [`COLUMNS`], ordered by `job_id`) reads, each of
 /// the queue its row names.
-fn copy_jobs<'a>(db: std::sync::Arc<Db>, statement: &str) -> Result<super::JobStream<'a>, CliError> {
+pub(super) fn copy_jobs<'a>(db: std::sync::Arc<Db>, statement: &str) -> Result<super::JobStream<'a>, CliError> {
     let stream = db.wait(db.client.copy_out(statement))?;
     Ok(Box::new(DbJobs {
         rows: CopyRows {
@@ -1197,7 +1194,6 @@ impl Inflater {
 mod tests {
     use std::io::Write;
 
-    use super::terminal::span_statement;
     use super::*;
 
     fn zlib(bytes: &[u8], level: u32) -> Vec<u8> {
@@ -1337,26 +1333,6 @@ mod tests {
             assert_eq!(key_bytes(good).as_ref(), good.as_bytes(), "{good:?}");
         }
         assert_eq!(key_literal("a'b").unwrap(), "E'a''b'");
-    }
-
-    #[test]
-    fn a_page_s_jobs_are_read_by_its_span() {
-        let span = super::terminal::Span {
-            after: (1_764_000_000_000_001, ""),
-            last: (1_764_000_060_000_000, "j'2"),
-        };
-        let s = span_statement(&["ml".into(), "b'x".into()], span).unwrap();
-        assert!(
-            s.ends_with(
-                " FROM job j LEFT JOIN job_run r ON r.job_id = j.job_id \
-                 WHERE j.queue = ANY(ARRAY[E'ml', E'b''x']::text[]) AND j.state IN (4, 5, 6, 7, 9) \
-                 AND (j.last_transition_time, j.job_id) > (E'2025-11-24T16:00:00.000001Z'::timestamp, E'') \
-                 AND (j.last_transition_time, j.job_id) <= (E'2025-11-24T16:01:00Z'::timestamp, E'j''2') \
-                 ORDER BY j.last_transition_time, j.job_id) TO STDOUT (FORMAT binary)"
-            ),
-            "{s}"
-        );
-        assert!(s.starts_with(&format!("COPY (SELECT {COLUMNS} FROM")));
     }
 
     #[test]

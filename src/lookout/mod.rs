@@ -32,6 +32,7 @@ pub mod debug_doc;
 pub mod executor_text;
 pub mod export_source;
 pub mod mapping;
+pub mod terminal;
 
 use crate::model::failure_history::{FailureHistory, Timestamp};
 use crate::replay::source::ExportTotals;

@@ -1069,7 +1069,8 @@ fn watch_refuses_what_it_cannot_watch() {
 /// keys were read, or one counted before) is left out of the page's stream.
 #[test]
 fn a_page_reads_its_span_and_only_the_jobs_its_keys_named() {
-    use retryctl::lookout::db::{connect, jobs_in, terminal_page, Span};
+    use retryctl::lookout::db::connect;
+    use retryctl::lookout::terminal::{jobs_in, terminal_page, Span};
     use retryctl::lookout::Item;
     let Some(mut db) = pg::lookout_db("watch_span") else {
         return;

@@ -17,9 +17,9 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
 
-use crate::lookout::db;
 use crate::lookout::export_source::ExportSource;
 use crate::lookout::Export;
+use crate::lookout::{db, terminal};
 use crate::output::mode::{Baseline, Mode};
 use crate::output::sinks::sink;
 use crate::output::stderr::Stderr;
@@ -178,7 +178,7 @@ fn html(page: Arc<Vec<u8>>) -> Response {
 fn report_of(w: &Watched, which: Option<usize>) -> anyhow::Result<Vec<u8>> {
     let db = Arc::new(db::connect(&w.dsn, w.timeout)?);
     let from = now_micros().saturating_sub(w.flags.window);
-    let stream = db::terminal_jobs(db, w.queues.clone(), from, PAGE);
+    let stream = terminal::terminal_jobs(db, w.queues.clone(), from, PAGE);
     let source = ExportSource::new(Export::new(stream), w.settings.clone(), "lookout-db");
     let export = source.state();
     let mut page = Vec::new();

@@ -20,9 +20,10 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::mpsc::Sender;
 
-use crate::lookout::db::{self, Db, Span, Terminal};
+use crate::lookout::db::{self, Db};
 use crate::lookout::export_source::ExportSource;
 use crate::lookout::mapping::record_complete;
+use crate::lookout::terminal::{self, Span, Terminal};
 use crate::lookout::{Export, Item, JobStream};
 use crate::model::failure_history::Timestamp;
 use crate::replay::categorize::Reclassify;
@@ -226,7 +227,7 @@ impl Poller {
     /// from [`read_from`] on. Stops between two pages when the process stops.
     fn poll(&mut self) -> Result<Polled, Failed> {
         let (db, keys_db) = self.connect()?;
-        let now = db::database_now(&keys_db).map_err(|e| Failed::new(Reason::Read, e))?;
+        let now = terminal::database_now(&keys_db).map_err(|e| Failed::new(Reason::Read, e))?;
         self.not_ahead_of(now);
         let mut polled = Polled::default();
         let mut after: Option<String> = None;
@@ -251,7 +252,7 @@ impl Poller {
                     })
                     .collect()
             };
-            let stream = db::jobs_by_id(db.clone(), &ids);
+            let stream = terminal::jobs_by_id(db.clone(), &ids);
             let page = self.replay(stream, keys)?;
             polled.counted += page.counted;
             self.commit(page, Some(&ids), None);
@@ -280,7 +281,7 @@ impl Poller {
         let watched = self.watched.clone();
         let queues = &watched.queues;
         let page = |after: (i64, &str)| {
-            db::terminal_page(keys_db, queues, after, PAGE).map_err(|e| Failed::new(Reason::Read, e))
+            terminal::terminal_page(keys_db, queues, after, PAGE).map_err(|e| Failed::new(Reason::Read, e))
         };
         // After (`from`, ""): every job of that microsecond, whatever its id.
         let mut after = Cursor {
@@ -326,7 +327,7 @@ impl Poller {
                     true => Ok(Page::default()),
                     false => {
                         let ids = fresh.keys().cloned().collect();
-                        let stream = db::jobs_in(db.clone(), queues, span, ids);
+                        let stream = terminal::jobs_in(db.clone(), queues, span, ids);
                         self.replay(stream, fresh)
                     }
                 };

@@ -21,9 +21,9 @@ use crate::replay::spool::{Changed, Spool};
 use super::compared::{compare_job, Asks, JobCompared, SideCounts};
 use super::counts::{categories, tally_job_with, Folded, Part};
 use super::job::JobFacts;
-use super::{
-    ignore_closed, not_replayed, not_replayed_entry, record, write_or_stop, Compared, NoAnswer, NotReplayed, Options,
-    Out,
+use super::options::{NoAnswer, Options};
+use super::shared::{
+    ignore_closed, not_replayed, not_replayed_entry, record, write_or_stop, Compared, NotReplayed, Out,
 };
 
 /// Replays every job of `source` under `sets`' baseline and its one candidate (docs/what-if.md, docs/estimates.md) into

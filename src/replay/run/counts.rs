@@ -21,7 +21,7 @@ use crate::replay::source::{Origin, Pos};
 use crate::replay::summary::Summary;
 
 use super::job::{runs_left_matched, JobFacts};
-use super::{NoAnswer, Options};
+use super::options::{NoAnswer, Options};
 
 /// The trials of the jobs counted so far (docs/estimates.md), on the side of `--backtest-at`
 /// each job was submitted on (docs/estimates.md), and the jobs that have no submission time to put them

@@ -18,9 +18,10 @@ use crate::replay::summary::{keep_summary_fields, Summary};
 
 use super::counts::{categories, Folded, Part};
 use super::job::{replay_job_detailed, runs_left_after, JobFacts};
-use super::{
-    ignore_closed, job_messages, not_replayed, not_replayed_entry, record, write_or_stop, Done, NoAnswer, NotReplayed,
-    Options, Out, Replayed,
+use super::options::{NoAnswer, Options};
+use super::shared::{
+    ignore_closed, job_messages, not_replayed, not_replayed_entry, record, write_or_stop, Done, NotReplayed, Out,
+    Replayed,
 };
 
 /// Replays every job of `source` under `sim` (docs/simulate.md) into `out`, and returns the totals

@@ -5,7 +5,7 @@
 //! Owns: [`terminal_page`], [`jobs_in`], [`jobs_by_id`], [`terminal_jobs`], [`database_now`]. Must not: keep a cursor (that
 //! is `watch`'s state) or map rows to histories.
 
-use super::{by_key, copy_jobs, key_bytes, key_literal, key_of, literal, Db, RawText, COLUMNS};
+use super::db::{by_key, copy_jobs, key_bytes, key_literal, key_of, literal, Db, RawText, COLUMNS};
 use crate::error::CliError;
 use crate::lookout::Item;
 use crate::model::failure_history::Timestamp;
@@ -24,7 +24,7 @@ const AHEAD: &str = "interval '1 hour'";
 /// (Lookout's own precision: a cursor kept in it compares exactly with the column).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Terminal {
-    /// Its id, as [`super::key_of`] keeps it (an id that is not UTF-8 as its bytes in hex: the
+    /// Its id, as [`super::db::key_of`] keeps it (an id that is not UTF-8 as its bytes in hex: the
     /// next page is read after them exactly).
     pub job_id: String,
     pub queue: String,
@@ -239,5 +239,30 @@ impl Iterator for TerminalJobs<'_> {
             self.last = keys.len() < self.limit;
             self.page = Some(page);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_page_s_jobs_are_read_by_its_span() {
+        let span = Span {
+            after: (1_764_000_000_000_001, ""),
+            last: (1_764_000_060_000_000, "j'2"),
+        };
+        let s = span_statement(&["ml".into(), "b'x".into()], span).unwrap();
+        assert!(
+            s.ends_with(
+                " FROM job j LEFT JOIN job_run r ON r.job_id = j.job_id \
+                 WHERE j.queue = ANY(ARRAY[E'ml', E'b''x']::text[]) AND j.state IN (4, 5, 6, 7, 9) \
+                 AND (j.last_transition_time, j.job_id) > (E'2025-11-24T16:00:00.000001Z'::timestamp, E'') \
+                 AND (j.last_transition_time, j.job_id) <= (E'2025-11-24T16:01:00Z'::timestamp, E'j''2') \
+                 ORDER BY j.last_transition_time, j.job_id) TO STDOUT (FORMAT binary)"
+            ),
+            "{s}"
+        );
+        assert!(s.starts_with(&format!("COPY (SELECT {COLUMNS} FROM")));
     }
 }
