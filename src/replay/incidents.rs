@@ -457,6 +457,12 @@ impl Windows {
         self.find(t).is_some()
     }
 
+    /// Whether a window overlaps `[from, to)`.
+    pub fn overlaps(&self, from: i64, to: i64) -> bool {
+        let at = self.0.partition_point(|w| w.to.0 <= from);
+        self.0.get(at).is_some_and(|w| w.from.0 < to)
+    }
+
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }

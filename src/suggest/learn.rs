@@ -25,6 +25,7 @@ use crate::model::policy::Action;
 use crate::replay::categorize::Reclassify;
 use crate::replay::incidents::{self, Detector, Look};
 use crate::replay::run::{as_side, Options, TrialCount};
+use crate::replay::source::copy::FailedTimes;
 use crate::replay::source::Origin;
 
 use super::exits::ExitCodes;
@@ -59,6 +60,23 @@ pub fn see_job(unit: &mut Unit, history: &FailureHistory, detect: bool) {
     if detect {
         let untimed = incidents::failed_times(history, &unit.ends, &mut unit.times);
         unit.detector.add_job(&unit.times, untimed);
+    }
+}
+
+/// When `history`'s failed runs ended, as [`see_job`] placed them: written into its record of
+/// pass 1's copy, so that reading again what the incident windows hold skips the other jobs.
+pub fn failed_times(unit: &Unit, history: &FailureHistory) -> FailedTimes {
+    let ended = history
+        .runs
+        .iter()
+        .zip(&unit.ends)
+        .filter(|(run, _)| run.outcome == Outcome::Failed)
+        .filter_map(|(_, end)| *end);
+    match ended.fold(None, |span: Option<(i64, i64)>, t| {
+        Some(span.map_or((t, t), |(a, b)| (a.min(t), b.max(t))))
+    }) {
+        Some((a, b)) => FailedTimes::Between(a, b),
+        None => FailedTimes::None,
     }
 }
 

@@ -76,7 +76,7 @@ impl Suggest {
             acc.again.add_job(h, &windows, ours && !test, &acc.collided);
             Ok(())
         };
-        for_each_in_units(self.every_job(pass)?, None, UNIT_BLOCKS, work, |e| {
+        for_each_in_units(self.every_job(pass, &windows)?, None, UNIT_BLOCKS, work, |e| {
             if let Emitted::Unit(acc, _) = e {
                 total.merge(acc.again);
             }
@@ -108,14 +108,16 @@ impl Suggest {
         })
     }
 
-    /// Every job pass 1 read, every queue's: its copy, or a merge's history read again.
-    fn every_job(&self, pass: &Pass1) -> anyhow::Result<Read> {
+    /// Every job pass 1 read with a failed run that may have ended in `windows`, every
+    /// queue's: from its copy (the other jobs' records skipped unread), or a merge's history
+    /// read again (every job: `Again` leaves the others out).
+    fn every_job(&self, pass: &Pass1, windows: &Windows) -> anyhow::Result<Read> {
         if let Some(copy) = &pass.copy {
             let copy = copy
                 .reader()
                 .and_then(|f| Copy::open(f, &pass.places, pass.bulk))
                 .map_err(cannot_read_back)?;
-            return Ok(Either::Left(copy.only(None)));
+            return Ok(Either::Left(copy.only(None).touching(windows.clone())));
         }
         let History::File(path) = &self.history else {
             unreachable!("one process copies its history, a merge reads files")

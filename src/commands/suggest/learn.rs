@@ -21,9 +21,9 @@ use crate::replay::parallel::{for_each_in_units, for_each_ordered, Decoded, Emit
 use crate::replay::partial::Recorder;
 use crate::replay::shard::Shard;
 use crate::replay::sink::Message;
-use crate::replay::source::copy::{job_record, said_record, LastPlace, Places, Said};
+use crate::replay::source::copy::{job_record, said_record, FailedTimes, LastPlace, Places, Said};
 use crate::replay::source::{EveryQueue, HistorySource, OneQueue, Pos};
-use crate::suggest::learn::{learn_job, note_exits, see_job, Learning, Placed, Unit};
+use crate::suggest::learn::{failed_times, learn_job, note_exits, see_job, Learning, Placed, Unit};
 
 /// What pass 1 hands over: its counts, and what pass 2 reads or says.
 pub struct Pass1 {
@@ -140,7 +140,15 @@ pub fn learn<S: HistorySource>(
         let record = copy.then(|| {
             // Sized for most jobs' records at once (a message-rich one is ~250 bytes).
             let mut r = Vec::with_capacity(512);
-            job_record(&places, &mut acc.last, job.origin, job.settings, job.history, &mut r);
+            let failed = failed_times(&acc.unit, job.history);
+            job_record(
+                &places,
+                &mut acc.last,
+                (job.origin, job.settings),
+                job.history,
+                failed,
+                &mut r,
+            );
             r
         });
         Ok(Learnt { placed, record, ours })
@@ -231,7 +239,9 @@ pub fn spool_test<S: HistorySource>(source: S, at: Timestamp, places: &Places) -
     let work = |last: &mut LastPlace, job: Decoded<'_>| -> Result<Option<Vec<u8>>, String> {
         Ok(job.history.job.submitted_at.is_some_and(|s| s >= at).then(|| {
             let mut r = Vec::new();
-            job_record(places, last, job.origin, job.settings, job.history, &mut r);
+            // Read by the backtest's comparison alone, never filtered by the windows.
+            let failed = FailedTimes::Unknown;
+            job_record(places, last, (job.origin, job.settings), job.history, failed, &mut r);
             r
         }))
     };

@@ -23,11 +23,12 @@ use std::sync::{Arc, Mutex, PoisonError};
 use crate::engine::Settings;
 use crate::input::SourceFile;
 use crate::model::failure_history::FailureHistory;
+use crate::replay::incidents::Windows;
 
 #[cfg(test)]
 use super::super::packed::unpack;
 use super::super::packed::{pack, put_uint as uint, Packer};
-pub use super::copy_block::{CopyBlock, Record};
+pub use super::copy_block::{CopyBlock, FailedTimes, Record};
 use super::copy_block::{Written, ERROR, INVALID, JOB, LEFT_OUT};
 use super::entry::{Body, Entry, BLOCK_BYTES};
 use super::files::Files;
@@ -83,16 +84,17 @@ impl Places {
 }
 
 /// Appends `history`'s record to `out`: the job as the second pass replays it, from
-/// `origin` with `settings`.
+/// `origin` with `settings`, and when its failed runs ended (`failed`).
 pub fn job_record(
     places: &Places,
     last: &mut LastPlace,
-    origin: &Origin,
-    settings: &Settings,
+    (origin, settings): (&Origin, &Settings),
     history: &FailureHistory,
+    failed: FailedTimes,
     out: &mut Vec<u8>,
 ) {
     let start = begin(out, JOB);
+    failed.write(out);
     let place = places.index(origin, settings, last);
     uint(out, place as u64);
     uint(out, origin.line.map_or(0, |l| l as u64 + 1));
@@ -160,6 +162,8 @@ pub struct Copy {
     /// The first pass copied every queue's jobs: `--queue`'s alone are compared unless the
     /// proposal changes the cluster's categorizer.
     queue: Option<OneQueue>,
+    /// [`Copy::touching`]'s windows.
+    touching: Option<Arc<Windows>>,
 }
 
 /// A file read from its start by position (`pread`), whatever its descriptor's offset: the
@@ -188,6 +192,14 @@ impl Copy {
         self
     }
 
+    /// Only the jobs with a failed run that may have ended in one of `windows` (as their
+    /// records say: [`FailedTimes`]), the others' records skipped unread: what the incident
+    /// windows hold is read again without unpacking every job.
+    pub fn touching(mut self, windows: Windows) -> Copy {
+        self.touching = Some(Arc::new(windows));
+        self
+    }
+
     /// The copy `file` holds (a descriptor of it: read from its start, by position),
     /// written with `places`. `bulk`: the first pass's source's (its table prints only the
     /// summary).
@@ -202,6 +214,7 @@ impl Copy {
             failed: false,
             name: "the temporary copy of the history".into(),
             queue: None,
+            touching: None,
         })
     }
 
@@ -264,6 +277,7 @@ impl Iterator for Copy {
                 bytes,
                 count,
                 places: self.places.clone(),
+                touching: self.touching.clone(),
             }),
         })
     }
@@ -350,9 +364,9 @@ mod tests {
             job_record(
                 &places,
                 &mut last,
-                origin,
-                &settings,
+                (origin, &settings),
                 &job(&format!("j{k}")),
+                FailedTimes::Unknown,
                 &mut bytes,
             );
             expected.push(format!("{origin} j{k} {}", settings.global_max_retries));
@@ -393,6 +407,74 @@ mod tests {
         assert_eq!(got[1], "b.yaml j1 3");
     }
 
+    /// Read again for the incident windows, a copy hands out the jobs whose failed runs may
+    /// have ended in one (their minutes overlap it), those whose times it does not know, and
+    /// every error; not a job whose failed runs ended outside every window, nor one with no
+    /// timed failed run. Times before the epoch round down as after it.
+    #[test]
+    fn a_copy_read_for_windows_skips_the_jobs_outside_them() {
+        use crate::model::failure_history::Timestamp;
+        use crate::replay::incidents::Window;
+        const S: i64 = 1_000_000_000;
+        let places = Places::default();
+        let mut last = LastPlace::default();
+        let (origin, settings) = (Origin::named("a.jsonl"), Settings::default());
+        let mut bytes = Vec::new();
+        let jobs = [
+            ("inside", FailedTimes::Between(3_600 * S, 3_650 * S)),
+            // Ends 29 s before the window, within the minute (0:59–1:00) it starts in: handed
+            // out (the filter keeps a job that may be in a window; `Again` looks at its runs).
+            ("same-minute", FailedTimes::Between(3_000 * S, 3_541 * S)),
+            ("before", FailedTimes::Between(0, 3_000 * S)),
+            ("after", FailedTimes::Between(7_260 * S, 9_000 * S)),
+            ("untimed", FailedTimes::None),
+            ("unknown", FailedTimes::Unknown),
+            // −90 s … −30 s: the minutes −2 and −1, [−120 s, 0).
+            ("negative", FailedTimes::Between(-90 * S, -30 * S)),
+        ];
+        for (id, failed) in jobs {
+            job_record(&places, &mut last, (&origin, &settings), &job(id), failed, &mut bytes);
+        }
+        said_record(&places, Pos(2, 1), Said::Error("bad".into()), &mut bytes);
+        let read = |windows: &[(i64, i64)]| {
+            let windows = Windows::merged(
+                windows
+                    .iter()
+                    .map(|&(a, b)| Window::given(Timestamp(a), Timestamp(b)))
+                    .collect(),
+            );
+            let mut file = tempfile::tempfile().unwrap();
+            file.write_all(&bytes).unwrap();
+            let copy = Copy::open(file, &places, true).unwrap().touching(windows);
+            let mut into = FailureHistory::default();
+            let mut got = Vec::new();
+            for entry in copy {
+                let Body::Copied(block) = entry.body else {
+                    panic!("not a block")
+                };
+                for (_, record) in block.records() {
+                    got.push(match record {
+                        Record::Job { packed, .. } => {
+                            unpack(packed, &mut into).unwrap();
+                            into.job.id.clone()
+                        }
+                        Record::Error(t) | Record::LeftOut(t) => t,
+                        Record::Invalid(_) => panic!("no invalid file was copied"),
+                    });
+                }
+            }
+            got
+        };
+        assert_eq!(
+            read(&[(3_570 * S, 7_200 * S)]),
+            ["inside", "same-minute", "unknown", "bad"]
+        );
+        assert_eq!(read(&[(3_600 * S, 7_200 * S)]), ["inside", "unknown", "bad"]);
+        assert_eq!(read(&[(-60 * S, -59 * S)]), ["unknown", "negative", "bad"]);
+        assert_eq!(read(&[(0, 60 * S)]), ["before", "unknown", "bad"]);
+        assert_eq!(read(&[]), ["unknown", "bad"]);
+    }
+
     /// A copy cut short (not as long as its records say) is said, with where it stopped,
     /// never read as a shorter history.
     #[test]
@@ -402,9 +484,9 @@ mod tests {
         job_record(
             &places,
             &mut LastPlace::default(),
-            &Origin::named("a.jsonl"),
-            &Settings::default(),
+            (&Origin::named("a.jsonl"), &Settings::default()),
             &job("j"),
+            FailedTimes::Unknown,
             &mut bytes,
         );
         let mut file = tempfile::tempfile().unwrap();
