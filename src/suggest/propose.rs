@@ -617,6 +617,46 @@ fn thin(why: &NoRule) -> bool {
     )
 }
 
+/// Upstream, after [`propose`]: a signature today's Retry default retried whose every retry
+/// collided ([`NoRule::RetriesCollide`]) and whose runs no category takes (the baseline's side
+/// sees them `none`: there is no category whose pods to delete) gets a rule writing today's
+/// decision, within the room the rules leave. The proposed categorizer then gives it a category
+/// of its own, whose pods a Retry rule's category deletes: the one change that lets its retries
+/// run (docs/reference/suggest.md "A collided retry is no trial").
+pub fn collided_uncategorized(
+    verdicts: &mut [(&SignatureStats, Verdict)],
+    rules: &mut Vec<Proposed>,
+    room: Room,
+    today: DefaultDecision,
+) {
+    if today.action != Action::Retry {
+        return;
+    }
+    for (s, v) in verdicts.iter_mut() {
+        if rules.len() >= room.rules {
+            break;
+        }
+        if !matches!(v, Verdict::None(NoRule::RetriesCollide)) || !decided_by_default(s) || !uncategorized(s) {
+            continue;
+        }
+        let p = Proposed {
+            as_today: Some(NoRule::RetriesCollide),
+            ..Proposed::of(s, Action::Retry, today.limit)
+        };
+        rules.push(p.clone());
+        *v = Verdict::Rule(p);
+    }
+    rules.sort_by(order);
+}
+
+/// Most of the signature's failed runs have no category as the baseline's side sees them.
+fn uncategorized(s: &SignatureStats) -> bool {
+    s.seen
+        .iter()
+        .max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0)))
+        .is_some_and(|(label, _)| label == "none")
+}
+
 /// Whether today's policy retried most of the signature's failed runs it decided.
 fn retried_today(s: &SignatureStats) -> bool {
     let (mut retry, mut other) = (0u64, 0u64);

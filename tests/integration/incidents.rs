@@ -486,6 +486,120 @@ fn collided_retries_teach_no_fail() {
     );
 }
 
+/// Today's Armada where no category takes a connection reset: its failed pod is kept (no
+/// category, no `action: Delete`), and there is no category whose action to change.
+const EXECUTOR_NO_NETWORK: &str = "application:
+  clusterId: ml-gpu-a
+  errorCategories:
+    enabled: true
+    categories:
+      - name: gpu
+        action: Delete
+        rules:
+          - containerName: main
+            onTerminationMessage: {pattern: \"CUDA error\"}
+";
+
+/// Collided retries of failures no category takes: today's Retry default stays, written as a
+/// rule of its own on a category of its own that deletes the signature's pods, so that
+/// `simulate --baseline` of the proposal shows the collisions gone and the verdict counts them
+/// let run. Not with `--keep-categorizer`, which makes no category.
+#[test]
+fn collided_retries_no_category_takes_get_a_category_that_deletes_their_pods() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::create_dir(d.join("current")).unwrap();
+    std::fs::write(d.join("current/executor.yaml"), EXECUTOR_NO_NETWORK).unwrap();
+    std::fs::write(
+        d.join("current/policies.yaml"),
+        POLICIES.replace("defaultAction: Fail", "defaultAction: Retry"),
+    )
+    .unwrap();
+    // The week records the resets as `network`; the deployed categorizer, whose categories
+    // the baseline's side sees, has none for them.
+    std::fs::write(d.join("week.jsonl"), collided_week()).unwrap();
+    let home = temp_home();
+    let run = |args: &[&str]| retryctl(home.path()).current_dir(d).args(args).output().unwrap();
+    let base = ["suggest", "--history", "week.jsonl", "--baseline", "current/"];
+    let text = "exit:1@main \"ConnectionResetError: [Errno <n>] Connection reset by peer\"";
+    let v = json_of(&run(&[&base[..], &["-o", "json"]].concat()));
+    let reset = signature(&v, text);
+    assert_eq!(
+        (reset["trials"].as_u64(), reset["collided"].as_u64(), &reset["recorded"]),
+        (Some(0), Some(100), &json!({"network": 100}))
+    );
+    assert_eq!(
+        reset["proposed"],
+        json!({"signature": text, "action": "Retry", "limit": 3, "avoidSameNode": false,
+               "asToday": "retries collide: the executor keeps its pods"})
+    );
+    let categories = &v["suggest"]["proposal"]["categories"];
+    let own: Vec<&Value> = categories
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["signatures"] == json!([text]))
+        .collect();
+    assert_eq!(own.len(), 1, "{categories}");
+    assert_eq!(own[0]["action"], "Delete", "{categories}");
+    assert_eq!(v["suggest"]["proposal"]["actionChanges"], json!([]));
+    assert_eq!(
+        v["suggest"]["verdict"]["reasons"][1],
+        "lets 100 retries that collided in the record run (the pods they collided with are deleted)"
+    );
+    let table = String::from_utf8(run(&base).stdout).unwrap();
+    assert!(
+        table.contains("Retry (ml-today/default)  as today (retries collide: the executor keeps its pods): Retry ×3\n"),
+        "{table}"
+    );
+    let policy = run(&[&base[..], &["-o", "policy"]].concat());
+    std::fs::write(d.join("suggested.yaml"), &policy.stdout).unwrap();
+    let written = String::from_utf8_lossy(&policy.stdout).to_string();
+    let name = own[0]["name"].as_str().unwrap();
+    assert!(
+        written.contains(&format!("      - name: {name}\n        action: Delete\n")),
+        "{written}"
+    );
+    assert!(
+        written.contains(&format!(
+            "as today (retries collide: the executor keeps its pods): today's default decided it, and its runs have \
+             no category whose pods to delete: one of its own\n  - action: Retry\n    onCategory: \"{name}\"\n"
+        )),
+        "{written}"
+    );
+    let plan = run(&[
+        "simulate",
+        "-f",
+        "suggested.yaml",
+        "--baseline",
+        "current/",
+        "--history",
+        "week.jsonl",
+        "-o",
+        "json",
+    ]);
+    let p: Value = serde_json::from_slice(&plan.stdout).unwrap_or_else(|_| panic!("{}", format_output(&plan)));
+    let c = &p["comparison"]["categories"];
+    assert_eq!(
+        (
+            c["baseline"]["collisions"].as_u64(),
+            c["candidate"]["collisions"].as_u64()
+        ),
+        (Some(100), Some(0))
+    );
+    // `--keep-categorizer`: no category of its own, the retries still collide.
+    let kept = json_of(&run(&[&base[..], &["-o", "json", "--keep-categorizer"]].concat()));
+    let reset = signature(&kept, text);
+    assert_eq!(
+        (&reset["proposed"], &reset["noRule"]),
+        (&Value::Null, &json!("retries collide: the executor keeps its pods"))
+    );
+    assert_eq!(
+        kept["suggest"]["proposal"]["comparison"]["categories"]["candidate"]["collisions"],
+        json!(100)
+    );
+}
+
 /// A retry the baseline's categorizer says collides, but which the record shows ran (it failed
 /// with its own error, or succeeded): never a collision, and said once.
 #[test]

@@ -214,6 +214,7 @@ impl Suggest {
             self.today_default(baseline),
         );
         let (mut verdicts, mut rules, default) = (proposed.verdicts, proposed.rules, proposed.default);
+        self.categories_for_collisions(&mut verdicts, &mut rules, room, baseline);
         if self.run.keep_categorizer {
             self.on_todays_categories(learned, &mut verdicts, &mut rules);
         }
@@ -233,6 +234,7 @@ impl Suggest {
                     room,
                     self.today_default(baseline),
                 );
+                self.categories_for_collisions(&mut with.verdicts, &mut with.rules, room, baseline);
                 if self.run.keep_categorizer {
                     self.on_todays_categories(learned, &mut with.verdicts, &mut with.rules);
                 }
@@ -242,7 +244,8 @@ impl Suggest {
         };
         // A signature whose every retry collided keeps its Retry, its category's pods
         // deleted (upstream: the one change that lets its retries run), unless
-        // `--keep-categorizer` changes no category's action.
+        // `--keep-categorizer` changes no category's action; one whose runs no category
+        // takes has a rule writing today's Retry, and a category of its own.
         let collided: Vec<(String, u64)> = verdicts
             .iter()
             .filter(|_| !self.run.keep_categorizer)
@@ -254,14 +257,24 @@ impl Suggest {
             .collect();
         let collide: Vec<String> = collided.iter().map(|(c, _)| c.clone()).collect();
         let proposal = self.documents(baseline, learned, exits, &rules, kept, &default, &collide)?;
-        // Those whose category's pods the proposal deletes can run.
-        let deleted = |c: &str| {
-            proposal
-                .upstream
-                .as_ref()
-                .is_some_and(|u| u.action_changes.iter().any(|a| a.delete && a.category == c))
+        // Those whose category's pods the proposal deletes can run: a deployed category's
+        // action changed, or a category of their own.
+        let upstream = proposal.upstream.as_ref();
+        let deleted = |c: &str| upstream.is_some_and(|u| u.action_changes.iter().any(|a| a.delete && a.category == c));
+        let own = |text: &str| {
+            upstream.is_some_and(|u| {
+                u.categories
+                    .iter()
+                    .any(|c| c.delete && c.signatures.iter().any(|s| s == text))
+            })
         };
-        let unblocked = collided.iter().filter(|(c, _)| deleted(c)).map(|(_, n)| n).sum();
+        let unblocked = collided.iter().filter(|(c, _)| deleted(c)).map(|(_, n)| n).sum::<u64>()
+            + verdicts
+                .iter()
+                .filter(|(_, v)| matches!(v, Verdict::Rule(p) if p.as_today == Some(NoRule::RetriesCollide)))
+                .filter(|(s, _)| own(&s.text))
+                .map(|(s, _)| s.collided)
+                .sum::<u64>();
         if self.deployed().is_none() && proposal.upstream.as_ref().is_some_and(|u| !u.categories.is_empty()) {
             writeln!(ctx.err, "note: {}", documents::NOT_COMPLETE)?;
         }

@@ -21,7 +21,7 @@ use crate::model::Resource;
 use crate::output::suggest as view;
 use crate::suggest::documents::{self, Documented, Settings, Upstream};
 use crate::suggest::exits::{unsplit, ExitCodes};
-use crate::suggest::propose::{DefaultDecision, Defaults, NoRule, Room, Verdict, DEFAULT};
+use crate::suggest::propose::{collided_uncategorized, DefaultDecision, Defaults, NoRule, Room, Verdict, DEFAULT};
 use crate::suggest::signature::Signature;
 use crate::suggest::stats::Learned;
 use crate::suggest::today::{self, Kept};
@@ -182,6 +182,21 @@ impl Suggest {
         Room::new(kept.len(), upstream)
     }
 
+    /// Upstream, unless `--keep-categorizer`: the signatures whose every retry collided and
+    /// whose runs no category takes get a rule writing today's Retry, and with it a category
+    /// of their own that deletes their pods ([`collided_uncategorized`]).
+    pub(super) fn categories_for_collisions(
+        &self,
+        verdicts: &mut [(&crate::suggest::stats::SignatureStats, Verdict)],
+        rules: &mut Vec<crate::suggest::propose::Proposed>,
+        room: Room,
+        baseline: &Simulator,
+    ) {
+        if self.sides.engine == EngineKind::Upstream && !self.run.keep_categorizer {
+            collided_uncategorized(verdicts, rules, room, self.today_default(baseline));
+        }
+    }
+
     /// `--keep-categorizer` (upstream): the rules a policy on today's categories holds, the
     /// others decided as today ([`NoRule::KeepCategorizer`]): a rule matching a deployed
     /// category (`today::places`' `Reuse`, or a category signature), and for a Retry rule one
@@ -263,9 +278,11 @@ impl Suggest {
                 // default's retries do not (docs/engines.md).
                 let mutate = match &r.as_today {
                     Some(why) => {
-                        evidence.push_str(&format!(
-                            "; as today ({why}): today's default decided it, and the proposed default differs"
-                        ));
+                        let reason = match why {
+                            NoRule::RetriesCollide => "its runs have no category whose pods to delete: one of its own",
+                            _ => "the proposed default differs",
+                        };
+                        evidence.push_str(&format!("; as today ({why}): today's default decided it, and {reason}"));
                         None
                     }
                     None => stats.and_then(|s| today::carried_mutate(s, &kept)),
