@@ -390,6 +390,24 @@ fn plan_page(
     cluster: bool,
 ) -> String {
     let mut b = String::new();
+    plan_header(&mut b, c, cluster);
+    let failed_to_pending = plan_cards(&mut b, c, e);
+    transitions_section(&mut b, c);
+    costs_section(&mut b, c, e);
+    if let Some(bt) = &e.backtest {
+        backtest_section(&mut b, bt);
+    }
+    class_section(&mut b, e, true);
+    if let Some(sides) = sides {
+        rule_section(&mut b, sides);
+    }
+    changed_jobs_section(&mut b, c, listed);
+    footer(&mut b, estimated || failed_to_pending > 0 || e.pending.jobs > 0, true);
+    page(PLAN_TITLE, &b)
+}
+
+/// The plan page's title and what was replayed.
+fn plan_header(b: &mut String, c: &Comparison, cluster: bool) {
     b.push_str("<header><h1>What the candidate policies change</h1>");
     if cluster {
         let _ = writeln!(
@@ -404,6 +422,11 @@ fn plan_page(
             jobs(c.jobs)
         );
     }
+}
+
+/// The cards of the plan (rescued, lost, → Pending, other, unchanged), its sentence, the
+/// category changes and the jobs not compared; returns the jobs Failed → Pending.
+fn plan_cards(b: &mut String, c: &Comparison, e: &Estimates) -> u64 {
     let failed_to_pending = c.failed_to_pending();
     let pending_note = if failed_to_pending > 0 {
         format!(
@@ -432,13 +455,17 @@ fn plan_page(
     b.push_str("</section>\n");
     let _ = writeln!(b, "<p class=\"plan\">{}</p>", esc(&plan_sentence(c)));
     if let Some(s) = &c.categories {
-        categories(&mut b, &s.baseline, "Baseline: ");
-        categories(&mut b, &s.candidate, "Candidate: ");
+        categories(b, &s.baseline, "Baseline: ");
+        categories(b, &s.candidate, "Candidate: ");
     }
     if c.errors > 0 {
         let _ = writeln!(b, "<p class=\"plan add\">Not compared: {}.</p>", with_errors(c.errors));
     }
+    failed_to_pending
+}
 
+/// The changed jobs by transition, and by final state.
+fn transitions_section(b: &mut String, c: &Comparison) {
     b.push_str("<section><h2>Transitions (baseline → candidate)</h2>\n");
     b.push_str(&bars(
         &[
@@ -458,7 +485,11 @@ fn plan_page(
         let _ = writeln!(b, "<p class=\"note\">By final state: {}.</p>", esc(&states.join(" · ")));
     }
     b.push_str("</section>\n");
+}
 
+/// Retries, delay and compute added and removed, the record, the runs past its end, and what
+/// the baseline explains.
+fn costs_section(b: &mut String, c: &Comparison, e: &Estimates) {
     b.push_str("<section><h2>Retries, delay and compute</h2><table><tr><th></th><th class=\"n\">added</th><th class=\"n\">removed</th></tr>\n");
     let _ = writeln!(
         b,
@@ -519,15 +550,10 @@ fn plan_page(
         let _ = writeln!(b, "<p class=\"note\">Incidents: {}.</p>", esc(&line));
     }
     b.push_str("</section>\n");
-    if let Some(bt) = &e.backtest {
-        backtest_section(&mut b, bt);
-    }
+}
 
-    class_section(&mut b, e, true);
-    if let Some(sides) = sides {
-        rule_section(&mut b, sides);
-    }
-
+/// The changed jobs, group by group (at most the rows listed, and how many more).
+fn changed_jobs_section(b: &mut String, c: &Comparison, listed: &Listed<String>) {
     b.push_str("<section><h2>Changed jobs</h2>\n");
     if c.changed == 0 {
         b.push_str("<p>No job changes.</p>");
@@ -568,8 +594,6 @@ fn plan_page(
         b.push_str("</details>\n");
     }
     b.push_str("</section>\n");
-    footer(&mut b, estimated || failed_to_pending > 0 || e.pending.jobs > 0, true);
-    page(PLAN_TITLE, &b)
 }
 
 /// The per-class table: trials and the estimate of each class, and its jobs.

@@ -10,20 +10,64 @@ use crate::cli::{ExecutorConfigFormat, MaxContradictions};
 use crate::commands::replay::checks::shell_word;
 use crate::engine::EngineKind;
 use crate::output::suggest::{self as view, EngineFrom};
-use crate::suggest::propose::{Defaults, Verdict, MAX_LIMIT};
+use crate::suggest::propose::{Defaults, Proposed, Verdict, MAX_LIMIT};
 
 use super::proposal::Proposal;
 use super::{History, Suggest};
 
 impl Suggest {
     /// The command that writes the proposal, and the `tune` search of its limits.
-    pub(super) fn commands(
-        &self,
-        rules: &[crate::suggest::propose::Proposed],
-        default: &Defaults,
-        proposal: &Proposal,
-    ) -> view::Commands {
+    pub(super) fn commands(&self, rules: &[Proposed], default: &Defaults, proposal: &Proposal) -> view::Commands {
         let (a, r) = (&self.run, &self.sides.spec);
+        let source = self.source_words();
+        let baseline = self.baseline_words();
+        let (knobs, engine) = self.knob_words();
+        let gates = self.gate_words();
+        let file = format!("{}.yaml", a.name);
+        let mut write = vec!["retryctl suggest".to_string()];
+        write.extend(source.iter().cloned());
+        write.extend(baseline.iter().cloned());
+        write.extend(knobs);
+        write.extend(gates.iter().cloned());
+        write.push("-o policy".to_string());
+        if let Some((path, format)) = &self.executor_config {
+            write.push(format!("--executor-config {}", shell_word(&path.display().to_string())));
+            if *format == ExecutorConfigFormat::Helm {
+                write.push("--executor-config-format helm".to_string());
+            }
+        }
+        write.push(format!("> {file}"));
+        let varies = self.varies(rules, default, proposal);
+        let tune = (!varies.is_empty()).then(|| {
+            let mut t = vec![format!("retryctl tune -f {file}")];
+            // A changed categorizer is the cluster's: tune compares every queue too, the
+            // others under today's documents (docs/suggest.md "Every queue the change
+            // reaches").
+            let queue = r.queue.as_deref().map(|q| format!("--queue {}", shell_word(q)));
+            let every_queue = proposal.changes_categorizer();
+            t.extend(
+                source
+                    .iter()
+                    .filter(|s| !(every_queue && Some(*s) == queue.as_ref()))
+                    .cloned(),
+            );
+            t.extend(baseline.iter().cloned());
+            t.extend(engine);
+            t.extend(self.tune_categorizers());
+            t.extend(gates);
+            t.extend(varies);
+            t.join(" ")
+        });
+        view::Commands {
+            write: write.join(" "),
+            tune,
+        }
+    }
+
+    /// Where the jobs come from, as given: a file (with `--queue`: the same jobs are read), or
+    /// Lookout's database with its window.
+    fn source_words(&self) -> Vec<String> {
+        let r = &self.sides.spec;
         let mut source = Vec::new();
         match &self.history {
             History::File(h) => {
@@ -50,6 +94,12 @@ impl Suggest {
                 }
             }
         }
+        source
+    }
+
+    /// The baseline, as given.
+    fn baseline_words(&self) -> Vec<String> {
+        let r = &self.sides.spec;
         let mut baseline = Vec::new();
         if !r.baseline.is_empty() {
             let files: Vec<String> = r
@@ -62,6 +112,12 @@ impl Suggest {
         if r.baseline_from_cluster {
             baseline.push("--baseline-from-cluster".into());
         }
+        baseline
+    }
+
+    /// What the proposal was learned with, where not the default; and the engine's flag alone.
+    fn knob_words(&self) -> (Vec<String>, Option<String>) {
+        let (a, r) = (&self.run, &self.sides.spec);
         let mut knobs = Vec::new();
         // The engine only as given: else the sides' dialect picks it again, as it did here.
         let engine =
@@ -91,7 +147,12 @@ impl Suggest {
         if let Some(t) = &r.backtest_at {
             knobs.push(format!("--backtest-at {}", shell_word(&t.text)));
         }
-        // What decides the verdict and what is read, as given: both commands carry them.
+        (knobs, engine)
+    }
+
+    /// What decides the verdict and what is read, as given: both commands carry them.
+    fn gate_words(&self) -> Vec<String> {
+        let (a, r) = (&self.run, &self.sides.spec);
         let mut gates = Vec::new();
         if a.max_contradictions != MaxContradictions::default() {
             gates.push(format!(
@@ -109,27 +170,18 @@ impl Suggest {
         for w in &r.incidents.given {
             gates.push(format!("--incident {}/{}", w.from, w.to));
         }
-        let file = format!("{}.yaml", a.name);
-        let mut write = vec!["retryctl suggest".to_string()];
-        write.extend(source.iter().cloned());
-        write.extend(baseline.iter().cloned());
-        write.extend(knobs);
-        write.extend(gates.iter().cloned());
-        write.push("-o policy".to_string());
-        if let Some((path, format)) = &self.executor_config {
-            write.push(format!("--executor-config {}", shell_word(&path.display().to_string())));
-            if *format == ExecutorConfigFormat::Helm {
-                write.push("--executor-config-format helm".to_string());
-            }
-        }
-        write.push(format!("> {file}"));
-        // tune: the limits of the Retry rules with most hours (two at most: the candidates
-        // multiply).
+        gates
+    }
+
+    /// tune's `--vary`: the limits of the Retry rules with most hours (two at most: the
+    /// candidates multiply).
+    fn varies(&self, rules: &[Proposed], default: &Defaults, proposal: &Proposal) -> Vec<String> {
+        let a = &self.run;
         let mut varies = Vec::new();
         match &proposal.upstream {
             None => {
                 // The rules' paths, and a learned Retry default's (the policy's `retryLimit`).
-                let mut retry: Vec<(String, &crate::suggest::propose::Proposed)> = rules
+                let mut retry: Vec<(String, &Proposed)> = rules
                     .iter()
                     .enumerate()
                     .filter(|(_, r)| r.limit.is_some())
@@ -162,44 +214,29 @@ impl Suggest {
                 }
             }
         }
-        let tune = (!varies.is_empty()).then(|| {
-            let mut t = vec![format!("retryctl tune -f {file}")];
-            // A changed categorizer is the cluster's: tune compares every queue too, the
-            // others under today's documents (docs/suggest.md "Every queue the change
-            // reaches").
-            let queue = r.queue.as_deref().map(|q| format!("--queue {}", shell_word(q)));
-            let every_queue = proposal.changes_categorizer();
-            t.extend(
-                source
-                    .iter()
-                    .filter(|s| !(every_queue && Some(*s) == queue.as_ref()))
-                    .cloned(),
-            );
-            t.extend(baseline.iter().cloned());
-            t.extend(engine);
-            // Both sides' categorizers, as suggest compared them (neither side borrows the
-            // other's). Upstream, the proposal's is in its file; the baseline's is the
-            // deployed one (`--categorizer`, or the one among its files, which tune reads
-            // there too), else the recorded categories. Design, the proposal has no
-            // categorizer of its own: it decides on the deployed one, given to both sides.
-            let word = |p: &std::path::Path| shell_word(&p.display().to_string());
-            match (self.sides.engine, &r.baseline_categorizer, self.deployed()) {
-                (EngineKind::Upstream, Some(c), _) => t.push(format!("--baseline-categorizer {}", word(c))),
-                (EngineKind::Upstream, None, Some(_)) => {}
-                (EngineKind::Upstream, None, None) => t.push("--baseline-categorizer recorded".to_string()),
-                (EngineKind::Design, Some(c), _) => {
-                    t.push(format!("--categorizer {} --baseline-categorizer {}", word(c), word(c)))
-                }
-                (EngineKind::Design, None, Some(d)) => t.push(format!("--categorizer {}", shell_word(&d.file.name))),
-                (EngineKind::Design, None, None) => {}
+        varies
+    }
+
+    /// Both sides' categorizers for tune, as suggest compared them (neither side borrows the
+    /// other's). Upstream, the proposal's is in its file; the baseline's is the deployed one
+    /// (`--categorizer`, or the one among its files, which tune reads there too), else the
+    /// recorded categories. Design, the proposal has no categorizer of its own: it decides on
+    /// the deployed one, given to both sides.
+    fn tune_categorizers(&self) -> Option<String> {
+        let word = |p: &std::path::Path| shell_word(&p.display().to_string());
+        match (
+            self.sides.engine,
+            &self.sides.spec.baseline_categorizer,
+            self.deployed(),
+        ) {
+            (EngineKind::Upstream, Some(c), _) => Some(format!("--baseline-categorizer {}", word(c))),
+            (EngineKind::Upstream, None, Some(_)) => None,
+            (EngineKind::Upstream, None, None) => Some("--baseline-categorizer recorded".to_string()),
+            (EngineKind::Design, Some(c), _) => {
+                Some(format!("--categorizer {} --baseline-categorizer {}", word(c), word(c)))
             }
-            t.extend(gates);
-            t.extend(varies);
-            t.join(" ")
-        });
-        view::Commands {
-            write: write.join(" "),
-            tune,
+            (EngineKind::Design, None, Some(d)) => Some(format!("--categorizer {}", shell_word(&d.file.name))),
+            (EngineKind::Design, None, None) => None,
         }
     }
 }
