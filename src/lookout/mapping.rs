@@ -376,46 +376,8 @@ pub fn map_job(src: LookoutJob, hints: Option<&Hints>) -> Result<Mapped, RowErro
         runs: mut order,
         ..
     } = src;
-    if j.memory < 0 {
-        return Err(RowError::job(
-            &j.job_id,
-            Place::Column("memory"),
-            format!("`{}` where a byte count of 0 or more was expected", j.memory),
-        ));
-    }
-    for (column, value) in [("cpu", j.cpu), ("gpu", j.gpu)] {
-        if value < 0 {
-            return Err(RowError::job(
-                &j.job_id,
-                Place::Column(column),
-                format!("`{value}` where a request of 0 or more was expected"),
-            ));
-        }
-    }
-    let job = Job {
-        id: j.job_id,
-        queue: Some(j.queue),
-        submitted_at: j.submitted,
-        annotations: j.annotations,
-        memory: (j.memory > 0).then_some(j.memory as f64),
-        resources: resources(j.cpu, j.gpu),
-        ..Job::default()
-    };
-    // A run with no time at all sorts last; ties by run id.
-    order.sort_by(|a, b| {
-        let (ka, kb) = (
-            a.leased.or(a.pending).or(a.started),
-            b.leased.or(b.pending).or(b.started),
-        );
-        match (ka, kb) {
-            (Some(x), Some(y)) => x.cmp(&y),
-            (Some(_), None) => std::cmp::Ordering::Less,
-            (None, Some(_)) => std::cmp::Ordering::Greater,
-            (None, None) => std::cmp::Ordering::Equal,
-        }
-        .then_with(|| a.run_id.cmp(&b.run_id))
-    });
-
+    let job = job_of(j)?;
+    in_time_order(&mut order);
     let mut notes = Notes::default();
     let mut runs = Vec::with_capacity(order.len());
     let mut prev_end = job.submitted_at;
@@ -423,13 +385,13 @@ pub fn map_job(src: LookoutJob, hints: Option<&Hints>) -> Result<Mapped, RowErro
     // Every run is written: a run left out leaves the record's end unsaid (the runs the
     // replay sees are not all the job had, so its end is no evidence against them).
     let mut whole = true;
-    for (i, r) in order.into_iter().enumerate() {
+    for (i, mut r) in order.into_iter().enumerate() {
         let mut run = Run {
-            node: r.node,
+            node: r.node.take(),
             ..Run::default()
         };
         let debug_text = r.debug.as_deref().filter(|d| !d.is_empty());
-        let debug = debug_text.and_then(debug_doc::read);
+        let (has_debug_text, debug) = (debug_text.is_some(), debug_text.and_then(debug_doc::read));
         match r.state {
             state::PENDING | state::RUNNING | state::LEASED => {
                 notes.in_flight_jobs = 1;
@@ -471,87 +433,14 @@ pub fn map_job(src: LookoutJob, hints: Option<&Hints>) -> Result<Mapped, RowErro
                 run.subcategory = Some("lease-expired".into());
                 run.executor_path = Some(ExecutorPath::Unclassified);
             }
-            state::FAILED | state::PREEMPTED => {
-                if r.state == state::PREEMPTED {
-                    run.conditions.push(Condition::Preempted);
-                }
-                run.category = r.category.filter(|c| !c.is_empty());
-                run.subcategory = r.subcategory.filter(|c| !c.is_empty());
-                if run.category.is_none() {
-                    notes.no_category += 1;
-                }
-                let message = r.error.filter(|m| !m.is_empty());
-                let path = if r.state == state::PREEMPTED || run.category.as_deref() == Some(CATEGORY_INTERNAL) {
-                    ExecutorPath::Unclassified
-                } else if message.as_deref().is_some_and(executor_text::stuck_pod) {
-                    ExecutorPath::StuckPod
-                } else {
-                    ExecutorPath::FailedPod
-                };
-                run.executor_path = Some(path);
-                let message = match path {
-                    ExecutorPath::Unclassified => message,
-                    _ => message.map(|m| without_hint(m, &run, hints, &mut notes)),
-                };
-                if path == ExecutorPath::StuckPod {
-                    // The pending pod's text: its containers rarely ran, and Lookout keeps
-                    // only the first non-zero exit code of those that did.
-                    if r.error_truncated {
-                        notes.error_text_truncated += 1;
-                    }
-                    if let Some(code) = r.exit_code.filter(|c| *c != 0) {
-                        notes.first_exit_code_only += 1;
-                        run.containers.push(Container {
-                            exit_code: i64::from(code),
-                            ..Container::default()
-                        });
-                    }
-                    run.pod_error = message;
-                } else if let Some(named) = message.as_deref().and_then(composed::containers) {
-                    // The executor's own per-container lines: names, codes, reasons and
-                    // messages are all there, so Lookout's one exit code is not needed.
-                    if r.error_truncated {
-                        notes.error_text_truncated += 1;
-                    }
-                    let init = debug.as_ref().map_or(&[][..], |d| &d.init_containers[..]);
-                    run.containers.extend(named.into_iter().map(|c| Container {
-                        init: init.contains(&c.name),
-                        name: c.name,
-                        exit_code: i64::from(c.exit_code),
-                        reason: c.reason,
-                        message: c.message,
-                    }));
-                } else {
-                    match r.exit_code {
-                        Some(code) => {
-                            notes.first_exit_code_only += 1;
-                            if message.is_some() && r.error_truncated {
-                                notes.error_text_truncated += 1;
-                            }
-                            run.containers.push(Container {
-                                exit_code: i64::from(code),
-                                message,
-                                ..Container::default()
-                            });
-                        }
-                        None => {
-                            if r.state == state::FAILED {
-                                notes.no_exit_code += 1;
-                            }
-                            if message.is_some() {
-                                notes.error_text_dropped += 1;
-                            }
-                        }
-                    }
-                }
-            }
+            state::FAILED | state::PREEMPTED => failed_run(&mut run, &mut r, debug.as_ref(), hints, &mut notes),
             _ => {
                 whole = false;
                 notes.unknown_state += 1;
                 continue;
             }
         }
-        if debug_text.is_some() && debug.is_none() {
+        if has_debug_text && debug.is_none() {
             notes.debug_not_document += 1;
         }
         if let Some(d) = debug {
@@ -580,6 +469,137 @@ pub fn map_job(src: LookoutJob, hints: Option<&Hints>) -> Result<Mapped, RowErro
         expect: None,
     });
     Ok(Mapped { history, notes })
+}
+
+/// A job's columns as a [`Job`]: a negative memory, CPU or GPU request is the row's error.
+fn job_of(j: JobRow) -> Result<Job, RowError> {
+    if j.memory < 0 {
+        return Err(RowError::job(
+            &j.job_id,
+            Place::Column("memory"),
+            format!("`{}` where a byte count of 0 or more was expected", j.memory),
+        ));
+    }
+    for (column, value) in [("cpu", j.cpu), ("gpu", j.gpu)] {
+        if value < 0 {
+            return Err(RowError::job(
+                &j.job_id,
+                Place::Column(column),
+                format!("`{value}` where a request of 0 or more was expected"),
+            ));
+        }
+    }
+    Ok(Job {
+        id: j.job_id,
+        queue: Some(j.queue),
+        submitted_at: j.submitted,
+        annotations: j.annotations,
+        memory: (j.memory > 0).then_some(j.memory as f64),
+        resources: resources(j.cpu, j.gpu),
+        ..Job::default()
+    })
+}
+
+/// Runs in the order they were leased (else pending, else started): a run with no time at
+/// all last; ties by run id.
+fn in_time_order(order: &mut [RunRow]) {
+    order.sort_by(|a, b| {
+        let (ka, kb) = (
+            a.leased.or(a.pending).or(a.started),
+            b.leased.or(b.pending).or(b.started),
+        );
+        match (ka, kb) {
+            (Some(x), Some(y)) => x.cmp(&y),
+            (Some(_), None) => std::cmp::Ordering::Less,
+            (None, Some(_)) => std::cmp::Ordering::Greater,
+            (None, None) => std::cmp::Ordering::Equal,
+        }
+        .then_with(|| a.run_id.cmp(&b.run_id))
+    });
+}
+
+/// A failed or preempted run: its category, its executor path, and its text and exit codes
+/// in the containers they belong to (docs/lookout.md "Mapping"), what was lost counted in
+/// `notes`. Takes the row's text and category.
+fn failed_run(
+    run: &mut Run,
+    r: &mut RunRow,
+    debug: Option<&debug_doc::PodDebug>,
+    hints: Option<&Hints>,
+    notes: &mut Notes,
+) {
+    if r.state == state::PREEMPTED {
+        run.conditions.push(Condition::Preempted);
+    }
+    run.category = r.category.take().filter(|c| !c.is_empty());
+    run.subcategory = r.subcategory.take().filter(|c| !c.is_empty());
+    if run.category.is_none() {
+        notes.no_category += 1;
+    }
+    let message = r.error.take().filter(|m| !m.is_empty());
+    let path = if r.state == state::PREEMPTED || run.category.as_deref() == Some(CATEGORY_INTERNAL) {
+        ExecutorPath::Unclassified
+    } else if message.as_deref().is_some_and(executor_text::stuck_pod) {
+        ExecutorPath::StuckPod
+    } else {
+        ExecutorPath::FailedPod
+    };
+    run.executor_path = Some(path);
+    let message = match path {
+        ExecutorPath::Unclassified => message,
+        _ => message.map(|m| without_hint(m, run, hints, notes)),
+    };
+    if path == ExecutorPath::StuckPod {
+        // The pending pod's text: its containers rarely ran, and Lookout keeps
+        // only the first non-zero exit code of those that did.
+        if r.error_truncated {
+            notes.error_text_truncated += 1;
+        }
+        if let Some(code) = r.exit_code.filter(|c| *c != 0) {
+            notes.first_exit_code_only += 1;
+            run.containers.push(Container {
+                exit_code: i64::from(code),
+                ..Container::default()
+            });
+        }
+        run.pod_error = message;
+    } else if let Some(named) = message.as_deref().and_then(composed::containers) {
+        // The executor's own per-container lines: names, codes, reasons and
+        // messages are all there, so Lookout's one exit code is not needed.
+        if r.error_truncated {
+            notes.error_text_truncated += 1;
+        }
+        let init = debug.map_or(&[][..], |d| &d.init_containers[..]);
+        run.containers.extend(named.into_iter().map(|c| Container {
+            init: init.contains(&c.name),
+            name: c.name,
+            exit_code: i64::from(c.exit_code),
+            reason: c.reason,
+            message: c.message,
+        }));
+    } else {
+        match r.exit_code {
+            Some(code) => {
+                notes.first_exit_code_only += 1;
+                if message.is_some() && r.error_truncated {
+                    notes.error_text_truncated += 1;
+                }
+                run.containers.push(Container {
+                    exit_code: i64::from(code),
+                    message,
+                    ..Container::default()
+                });
+            }
+            None => {
+                if r.state == state::FAILED {
+                    notes.no_exit_code += 1;
+                }
+                if message.is_some() {
+                    notes.error_text_dropped += 1;
+                }
+            }
+        }
+    }
 }
 
 /// A returned lease's error text and category (upstream's `PodLeaseReturned` carries both):
