@@ -366,6 +366,28 @@ fn collided_week() -> String {
     jobs.iter().map(|j| format!("{j}\n")).collect()
 }
 
+/// `simulate --baseline` of `suggested.yaml` against `current/` on `week.jsonl`: the baseline's
+/// collisions and the candidate's.
+fn proposal_collisions(run: &dyn Fn(&[&str]) -> std::process::Output) -> (Option<u64>, Option<u64>) {
+    let plan = run(&[
+        "simulate",
+        "-f",
+        "suggested.yaml",
+        "--baseline",
+        "current/",
+        "--history",
+        "week.jsonl",
+        "-o",
+        "json",
+    ]);
+    let p: Value = serde_json::from_slice(&plan.stdout).unwrap_or_else(|_| panic!("{}", format_output(&plan)));
+    let c = &p["comparison"]["categories"];
+    (
+        c["baseline"]["collisions"].as_u64(),
+        c["candidate"]["collisions"].as_u64(),
+    )
+}
+
 /// Collided retries are no trials: the connection resets learn no Fail; their Retry stays,
 /// and the proposal's executor config deletes `network`'s pods; `simulate --baseline` of the
 /// proposal shows the baseline's 100 collisions gone.
@@ -445,26 +467,7 @@ fn collided_retries_teach_no_fail() {
         "{}",
         String::from_utf8_lossy(&policy.stdout)
     );
-    let plan = run(&[
-        "simulate",
-        "-f",
-        "suggested.yaml",
-        "--baseline",
-        "current/",
-        "--history",
-        "week.jsonl",
-        "-o",
-        "json",
-    ]);
-    let p: Value = serde_json::from_slice(&plan.stdout).unwrap_or_else(|_| panic!("{}", format_output(&plan)));
-    let c = &p["comparison"]["categories"];
-    assert_eq!(
-        (
-            c["baseline"]["collisions"].as_u64(),
-            c["candidate"]["collisions"].as_u64()
-        ),
-        (Some(100), Some(0))
-    );
+    assert_eq!(proposal_collisions(&run), (Some(100), Some(0)));
     // `validate` of today's pair warns of the collisions; `--strict` refuses it.
     let checked = format_output(&run(&[
         "validate",
@@ -567,26 +570,7 @@ fn collided_retries_no_category_takes_get_a_category_that_deletes_their_pods() {
         )),
         "{written}"
     );
-    let plan = run(&[
-        "simulate",
-        "-f",
-        "suggested.yaml",
-        "--baseline",
-        "current/",
-        "--history",
-        "week.jsonl",
-        "-o",
-        "json",
-    ]);
-    let p: Value = serde_json::from_slice(&plan.stdout).unwrap_or_else(|_| panic!("{}", format_output(&plan)));
-    let c = &p["comparison"]["categories"];
-    assert_eq!(
-        (
-            c["baseline"]["collisions"].as_u64(),
-            c["candidate"]["collisions"].as_u64()
-        ),
-        (Some(100), Some(0))
-    );
+    assert_eq!(proposal_collisions(&run), (Some(100), Some(0)));
     // `--keep-categorizer`: no category of its own, the retries still collide.
     let kept = json_of(&run(&[&base[..], &["-o", "json", "--keep-categorizer"]].concat()));
     let reset = signature(&kept, text);
