@@ -410,6 +410,83 @@ pub fn shares_matching(varies: &[Vary]) -> bool {
     })
 }
 
+/// The arms grouped by what a job is replayed once for: their scheduler settings (the
+/// baseline replays once per setting) and their categorizers (the same compiled config, or
+/// none: a group's runs are classified once for all its candidates, and only candidates of one
+/// group share a match table or a replay, the group being part of their keys: another
+/// categorizer gives runs other categories, so other matches).
+struct Groups<'a> {
+    /// The distinct scheduler settings: 0 is the source's.
+    settings: Vec<Option<&'a Settings>>,
+    /// Each arm's index into `settings`.
+    set_of: Vec<usize>,
+    /// The candidates by categorizer.
+    categorizers: Vec<(Option<&'a Classifier>, Vec<usize>)>,
+    /// Each arm's index into `categorizers`.
+    cat_of: Vec<usize>,
+    /// A side classifies runs: category counts and collisions are kept.
+    categorized: bool,
+}
+
+impl<'a> Groups<'a> {
+    fn of(baseline: &Simulator, arms: &'a [Arm]) -> Groups<'a> {
+        let mut settings: Vec<Option<&Settings>> = vec![None];
+        let set_of: Vec<usize> = arms
+            .iter()
+            .map(|a| match a.settings.as_ref() {
+                None => 0,
+                Some(s) => match settings.iter().position(|g| *g == Some(s)) {
+                    Some(i) => i,
+                    None => {
+                        settings.push(Some(s));
+                        settings.len() - 1
+                    }
+                },
+            })
+            .collect();
+        let mut categorizers: Vec<(Option<&Classifier>, Vec<usize>)> = Vec::new();
+        let mut cat_of = vec![0usize; arms.len()];
+        for (i, a) in arms.iter().enumerate() {
+            let c = a.sim.categorizer();
+            let same = |k: &Option<&Classifier>| match (k, c) {
+                (None, None) => true,
+                (Some(k), Some(c)) => std::ptr::eq(*k, c),
+                _ => false,
+            };
+            match categorizers.iter().position(|(k, _)| same(k)) {
+                Some(at) => {
+                    categorizers[at].1.push(i);
+                    cat_of[i] = at;
+                }
+                None => {
+                    cat_of[i] = categorizers.len();
+                    categorizers.push((c, vec![i]));
+                }
+            }
+        }
+        let categorized = baseline.categorizer().is_some() || categorizers.iter().any(|(c, _)| c.is_some());
+        Groups {
+            settings,
+            set_of,
+            categorizers,
+            cat_of,
+            categorized,
+        }
+    }
+}
+
+/// What the candidates made of one job: their outcomes (shared by candidates that decide it
+/// alike), each arm's outcome, runs left when Pending, and collisions; and each categorizer
+/// group's category counts.
+#[derive(Default)]
+struct Candidates {
+    outcomes: Vec<(JobOutcome, usize)>,
+    which: Vec<usize>,
+    lefts: Vec<Option<u32>>,
+    collisions: Vec<u64>,
+    changes: Vec<CategoryCounts>,
+}
+
 /// Replays every job of `source` under `baseline` and every arm, in one pass, into `emit`;
 /// `shared`: the arms match every run alike ([`shares_matching`]), so each run is matched
 /// once.
@@ -418,48 +495,9 @@ where
     S: HistorySource,
     E: FnMut(Emitted<(String, Option<Fallback>), Tallies>) -> io::Result<bool>,
 {
-    // The distinct scheduler settings: 0 is the source's; each arm's index into them.
-    let mut groups: Vec<Option<&Settings>> = vec![None];
-    let group_of: Vec<usize> = arms
-        .iter()
-        .map(|a| match a.settings.as_ref() {
-            None => 0,
-            Some(s) => match groups.iter().position(|g| *g == Some(s)) {
-                Some(i) => i,
-                None => {
-                    groups.push(Some(s));
-                    groups.len() - 1
-                }
-            },
-        })
-        .collect();
+    let groups = Groups::of(baseline, arms);
     let fallback_sim = fallback_sim(baseline, arms);
     let ids = Ids::new(arms);
-    // The candidates by categorizer (the same compiled config, or none): a group's runs are
-    // classified once for all its candidates, and only candidates of one group share a
-    // match table or a replay (the group is part of their keys): another categorizer gives
-    // runs other categories, so other matches.
-    let mut cat_groups: Vec<(Option<&Classifier>, Vec<usize>)> = Vec::new();
-    let mut cat_of = vec![0usize; arms.len()];
-    for (i, a) in arms.iter().enumerate() {
-        let c = a.sim.categorizer();
-        let same = |k: &Option<&Classifier>| match (k, c) {
-            (None, None) => true,
-            (Some(k), Some(c)) => std::ptr::eq(*k, c),
-            _ => false,
-        };
-        match cat_groups.iter().position(|(k, _)| same(k)) {
-            Some(at) => {
-                cat_groups[at].1.push(i);
-                cat_of[i] = at;
-            }
-            None => {
-                cat_of[i] = cat_groups.len();
-                cat_groups.push((c, vec![i]));
-            }
-        }
-    }
-    let categorized = baseline.categorizer().is_some() || cat_groups.iter().any(|(c, _)| c.is_some());
     let work = |part: &mut Tallies, job: Decoded<'_>| {
         let Decoded {
             origin,
@@ -475,148 +513,229 @@ where
         if let Some(c) = base_cat {
             part.scratch.apply(c, history, &mut base_counts, None);
         }
-        // The baseline once per scheduler setting, with the runs it has left when Pending and
-        // the run time of its runs from each run on (for what a candidate removes).
-        let bases = (|| -> Result<(Vec<Base>, bool), String> {
-            let h: &FailureHistory = history;
-            let facts = JobFacts::new(h);
-            let mut bases: Vec<Base> = Vec::with_capacity(groups.len());
-            let mut contradicts = false;
-            for (k, g) in groups.iter().enumerate() {
-                let settings = g.unwrap_or(job_settings);
-                // Group 0 is the source's settings, what the cluster ran: there the record
-                // is checked against the baseline (docs/what-if.md).
-                let detail = if k == 0 && options.explain {
-                    Detail::Summary
-                } else {
-                    Detail::Outcome
-                };
-                let b =
-                    replay_job_detailed(baseline, settings, h, detail).map_err(|e| fail(&h.job.id, "baseline: ", e))?;
-                contradicts |= k == 0 && !b.contradictions.is_empty();
-                let mut collisions = CategoryCounts::default();
-                if base_cat.is_some() {
-                    part.scratch.collisions(baseline.engine(), &b, &mut collisions);
-                }
-                let mut side = Side::of(&b);
-                if side.final_state == Final::Pending {
-                    side.runs_left = runs_left(baseline, settings, &facts);
-                }
-                // Saturating sums of non-negative numbers: from the end, the same as from k on.
-                let mut from = vec![GoDuration::ZERO; b.runs.len() + 1];
-                for (k, r) in b.runs.iter().enumerate().rev() {
-                    from[k] = GoDuration(from[k + 1].0.saturating_add(r.ended_at.saturating_sub(r.started_at)));
-                }
-                bases.push(Base {
-                    side,
-                    from,
-                    collisions: collisions.collisions,
-                });
-            }
-            Ok((bases, contradicts))
-        })();
+        let bases = replay_bases(
+            baseline,
+            &groups,
+            job_settings,
+            history,
+            options,
+            &mut part.scratch,
+            &fail,
+        );
         if base_cat.is_some() {
             part.scratch.restore(history);
         }
         let (bases, contradicts) = bases?;
-        // Every candidate replayed before anything is counted: a job one of them cannot
-        // replay counts for none. Lean replays: a candidate's outcome is all it counts. When
-        // the candidates match alike, each run is matched once for all of a categorizer
-        // group, and candidates that decide this job alike (the same action and backoff for
-        // every rule its runs match, and limits as far as those runs reach them: `Ids::key`)
-        // share one replay.
-        let mut outcomes: Vec<(JobOutcome, usize)> = Vec::new();
-        let mut which = vec![0usize; arms.len()];
-        // Each candidate's runs left when its outcome is Pending (on its classification),
-        // worked out once per candidate that decides the job alike, limits as they are (two
-        // that share an outcome may not share these: a limit the recorded runs do not reach
-        // still bounds the runs to come).
-        let mut lefts: Vec<Option<u32>> = vec![None; arms.len()];
-        let mut left: Vec<(Option<Key>, usize, u32)> = Vec::new();
-        let mut collisions: Vec<u64> = if categorized { vec![0; arms.len()] } else { Vec::new() };
-        let mut changes: Vec<CategoryCounts> = Vec::new();
-        for (cg, (classifier, members)) in cat_groups.iter().enumerate() {
+        let job = Job {
+            arms,
+            groups: &groups,
+            ids: &ids,
+            shared,
+            settings: job_settings,
+            bases: &bases,
+            fail: &fail,
+        };
+        let candidates = job.replay_candidates(history, &mut part.scratch)?;
+        let h: &FailureHistory = history;
+        job.tally(part, h, origin, options, contradicts, &base_counts, &candidates);
+        Ok((h.job.id.clone(), fallback(fallback_sim, h)))
+    };
+    for_each_ordered(source, options.shard, work, emit)
+}
+
+/// The baseline once per scheduler setting, with the runs it has left when Pending and the run
+/// time of its runs from each run on (for what a candidate removes); and whether the record
+/// contradicts it under the source's settings.
+fn replay_bases(
+    baseline: &Simulator,
+    groups: &Groups<'_>,
+    job_settings: &Settings,
+    h: &FailureHistory,
+    options: &Options,
+    scratch: &mut Reclassify,
+    fail: &dyn Fn(&str, &str, String) -> String,
+) -> Result<(Vec<Base>, bool), String> {
+    let facts = JobFacts::new(h);
+    let mut bases: Vec<Base> = Vec::with_capacity(groups.settings.len());
+    let mut contradicts = false;
+    for (k, g) in groups.settings.iter().enumerate() {
+        let settings = g.unwrap_or(job_settings);
+        // Group 0 is the source's settings, what the cluster ran: there the record is checked
+        // against the baseline (docs/what-if.md).
+        let detail = if k == 0 && options.explain {
+            Detail::Summary
+        } else {
+            Detail::Outcome
+        };
+        let b = replay_job_detailed(baseline, settings, h, detail).map_err(|e| fail(&h.job.id, "baseline: ", e))?;
+        contradicts |= k == 0 && !b.contradictions.is_empty();
+        let mut collisions = CategoryCounts::default();
+        if baseline.categorizer().is_some() {
+            scratch.collisions(baseline.engine(), &b, &mut collisions);
+        }
+        let mut side = Side::of(&b);
+        if side.final_state == Final::Pending {
+            side.runs_left = runs_left(baseline, settings, &facts);
+        }
+        // Saturating sums of non-negative numbers: from the end, the same as from k on.
+        let mut from = vec![GoDuration::ZERO; b.runs.len() + 1];
+        for (k, r) in b.runs.iter().enumerate().rev() {
+            from[k] = GoDuration(from[k + 1].0.saturating_add(r.ended_at.saturating_sub(r.started_at)));
+        }
+        bases.push(Base {
+            side,
+            from,
+            collisions: collisions.collisions,
+        });
+    }
+    Ok((bases, contradicts))
+}
+
+/// One job against every arm: what `pass`'s worker holds for it.
+struct Job<'j, 'a> {
+    arms: &'j [Arm],
+    groups: &'j Groups<'a>,
+    ids: &'j Ids,
+    shared: bool,
+    settings: &'j Settings,
+    bases: &'j [Base],
+    fail: &'j dyn Fn(&str, &str, String) -> String,
+}
+
+impl Job<'_, '_> {
+    /// Every candidate replayed before anything is counted: a job one of them cannot replay
+    /// counts for none. Lean replays: a candidate's outcome is all it counts. When the
+    /// candidates match alike, each run is matched once for all of a categorizer group, and
+    /// candidates that decide this job alike (the same action and backoff for every rule its
+    /// runs match, and limits as far as those runs reach them: `Ids::key`) share one replay.
+    fn replay_candidates(&self, history: &mut FailureHistory, scratch: &mut Reclassify) -> Result<Candidates, String> {
+        let arms = self.arms.len();
+        let mut out = Candidates {
+            which: vec![0usize; arms],
+            // Each candidate's runs left when its outcome is Pending (on its classification).
+            lefts: vec![None; arms],
+            collisions: if self.groups.categorized {
+                vec![0; arms]
+            } else {
+                Vec::new()
+            },
+            ..Candidates::default()
+        };
+        for (cg, (classifier, members)) in self.groups.categorizers.iter().enumerate() {
             let mut counts = CategoryCounts::default();
             if let Some(c) = classifier {
-                part.scratch.apply(c, history, &mut counts, None);
+                scratch.apply(c, history, &mut counts, None);
             }
-            let done = (|| -> Result<(), String> {
-                let h: &FailureHistory = history;
-                let facts = JobFacts::new(h);
-                let leader = members.first().map(|&i| &arms[i]).filter(|_| shared);
-                let leader_settings = groups[members.first().map_or(0, |&i| group_of[i])].unwrap_or(job_settings);
-                let table = leader.and_then(|a| a.sim.match_table(h, leader_settings));
-                // The rules the job's runs match, as indices into the policies given (the
-                // same in every candidate: the template's, in its order).
-                let list = match (&table, leader) {
-                    (Some(_), Some(a)) => a.sim.list_of(h, leader_settings),
-                    _ => None,
-                };
-                let keys = match (&table, &list) {
-                    (Some(t), Some(list)) => Some(matched_keys(h, t, list)).filter(|k| k.len() < KEY_WORDS),
-                    _ => None,
-                };
-                let key_of = |i: usize, reach: bool| {
-                    let group = (cg as u64) << 32 | group_of[i] as u64;
-                    keys.as_ref()
-                        .zip(list.as_deref())
-                        .map(|(keys, list)| ids.key(i, group, keys, list, reach))
-                };
-                let mut seen = Seen::default();
-                for &i in members {
-                    let arm = &arms[i];
-                    let g = group_of[i];
-                    let settings = groups[g].unwrap_or(job_settings);
-                    let key = key_of(i, true);
-                    let j = match key.and_then(|k| seen.get(&k)) {
-                        Some(j) => j,
-                        None => {
-                            #[cfg(test)]
-                            tests::REPLAYS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                            let c = arm
-                                .sim
-                                .simulate_outcome(h, &facts.ctx, settings, bases[g].side.runs, table.as_deref())
-                                .map_err(|e| fail(&h.job.id, "", e))?;
-                            outcomes.push((c, i));
-                            if let Some(k) = key {
-                                seen.insert(k, outcomes.len() - 1);
-                            }
-                            outcomes.len() - 1
-                        }
-                    };
-                    which[i] = j;
-                    if outcomes[j].0.final_state == Final::Pending {
-                        // Without a key, each candidate has an outcome of its own.
-                        let exact = key_of(i, false);
-                        let n = match left.iter().find(|(k, o, _)| *k == exact && *o == j) {
-                            Some(&(_, _, n)) => n,
-                            None => {
-                                let n = runs_left_matched(&arm.sim, settings, &facts, table.as_deref());
-                                left.push((exact, j, n));
-                                n
-                            }
-                        };
-                        lefts[i] = Some(n);
-                    }
-                    // Collisions need each decision, which a lean replay does not keep: a
-                    // report's replay, only where collisions are counted.
-                    if classifier.is_some() && arm.sim.engine() == EngineKind::Upstream {
-                        let report = replay_job_detailed(&arm.sim, settings, h, Detail::Outcome)
-                            .map_err(|e| fail(&h.job.id, "", e))?;
-                        let mut c = CategoryCounts::default();
-                        part.scratch.collisions(arm.sim.engine(), &report, &mut c);
-                        collisions[i] = c.collisions;
-                    }
-                }
-                Ok(())
-            })();
+            let done = self.replay_group(cg, classifier.is_some(), members, history, scratch, &mut out);
             if classifier.is_some() {
-                part.scratch.restore(history);
+                scratch.restore(history);
             }
             done?;
-            changes.push(counts);
+            out.changes.push(counts);
         }
-        let h: &FailureHistory = history;
+        Ok(out)
+    }
+
+    /// The candidates of categorizer group `cg` (`classified`: it has a categorizer), on the
+    /// job as that group classifies it.
+    fn replay_group(
+        &self,
+        cg: usize,
+        classified: bool,
+        members: &[usize],
+        h: &FailureHistory,
+        scratch: &mut Reclassify,
+        out: &mut Candidates,
+    ) -> Result<(), String> {
+        let (arms, groups, fail) = (self.arms, self.groups, self.fail);
+        let facts = JobFacts::new(h);
+        let leader = members.first().map(|&i| &arms[i]).filter(|_| self.shared);
+        let leader_settings =
+            groups.settings[members.first().map_or(0, |&i| groups.set_of[i])].unwrap_or(self.settings);
+        let table = leader.and_then(|a| a.sim.match_table(h, leader_settings));
+        // The rules the job's runs match, as indices into the policies given (the same in
+        // every candidate: the template's, in its order).
+        let list = match (&table, leader) {
+            (Some(_), Some(a)) => a.sim.list_of(h, leader_settings),
+            _ => None,
+        };
+        let keys = match (&table, &list) {
+            (Some(t), Some(list)) => Some(matched_keys(h, t, list)).filter(|k| k.len() < KEY_WORDS),
+            _ => None,
+        };
+        let key_of = |i: usize, reach: bool| {
+            let group = (cg as u64) << 32 | groups.set_of[i] as u64;
+            keys.as_ref()
+                .zip(list.as_deref())
+                .map(|(keys, list)| self.ids.key(i, group, keys, list, reach))
+        };
+        // Runs left, worked out once per candidate that decides the job alike, limits as they
+        // are (two that share an outcome may not share these: a limit the recorded runs do not
+        // reach still bounds the runs to come).
+        let mut left: Vec<(Option<Key>, usize, u32)> = Vec::new();
+        let mut seen = Seen::default();
+        for &i in members {
+            let arm = &arms[i];
+            let g = groups.set_of[i];
+            let settings = groups.settings[g].unwrap_or(self.settings);
+            let key = key_of(i, true);
+            let j = match key.and_then(|k| seen.get(&k)) {
+                Some(j) => j,
+                None => {
+                    #[cfg(test)]
+                    tests::REPLAYS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let c = arm
+                        .sim
+                        .simulate_outcome(h, &facts.ctx, settings, self.bases[g].side.runs, table.as_deref())
+                        .map_err(|e| fail(&h.job.id, "", e))?;
+                    out.outcomes.push((c, i));
+                    if let Some(k) = key {
+                        seen.insert(k, out.outcomes.len() - 1);
+                    }
+                    out.outcomes.len() - 1
+                }
+            };
+            out.which[i] = j;
+            if out.outcomes[j].0.final_state == Final::Pending {
+                // Without a key, each candidate has an outcome of its own.
+                let exact = key_of(i, false);
+                let n = match left.iter().find(|(k, o, _)| *k == exact && *o == j) {
+                    Some(&(_, _, n)) => n,
+                    None => {
+                        let n = runs_left_matched(&arm.sim, settings, &facts, table.as_deref());
+                        left.push((exact, j, n));
+                        n
+                    }
+                };
+                out.lefts[i] = Some(n);
+            }
+            // Collisions need each decision, which a lean replay does not keep: a report's
+            // replay, only where collisions are counted.
+            if classified && arm.sim.engine() == EngineKind::Upstream {
+                let report =
+                    replay_job_detailed(&arm.sim, settings, h, Detail::Outcome).map_err(|e| fail(&h.job.id, "", e))?;
+                let mut c = CategoryCounts::default();
+                scratch.collisions(arm.sim.engine(), &report, &mut c);
+                out.collisions[i] = c.collisions;
+            }
+        }
+        Ok(())
+    }
+
+    /// The job counted into `part`: the baseline's side, the category counts, and each arm's
+    /// comparison with its group's baseline.
+    #[allow(clippy::too_many_arguments)] // the job's parts, each counted once
+    fn tally(
+        &self,
+        part: &mut Tallies,
+        h: &FailureHistory,
+        origin: &crate::replay::source::Origin,
+        options: &Options,
+        contradicts: bool,
+        base_counts: &CategoryCounts,
+        c: &Candidates,
+    ) {
+        let (arms, groups, bases) = (self.arms, self.groups, self.bases);
         let facts = JobFacts::new(h);
         part.jobs += 1;
         part.trials.add(h, origin, options);
@@ -633,63 +752,62 @@ where
             t.pending
                 .add(facts.class(), facts.depth, side.runs_left, h.job.resources.as_ref());
         }
-        if categorized {
+        if groups.categorized {
             let own = t.categories.get_or_insert_with(CategoryCounts::default);
-            own.merge(&base_counts);
+            own.merge(base_counts);
             own.collisions += bases[0].collisions;
             let u = part.unsettled.get_or_insert_with(|| {
                 Box::new(Unsettled {
-                    cat_of: cat_of.clone(),
-                    set_of: group_of.clone(),
-                    base_collisions: vec![0; groups.len()],
-                    changes: vec![CategoryCounts::default(); cat_groups.len()],
+                    cat_of: groups.cat_of.clone(),
+                    set_of: groups.set_of.clone(),
+                    base_collisions: vec![0; groups.settings.len()],
+                    changes: vec![CategoryCounts::default(); groups.categorizers.len()],
                     ..Unsettled::default()
                 })
             });
-            u.baseline.merge(&base_counts);
-            for (mine, b) in u.base_collisions.iter_mut().zip(&bases) {
+            u.baseline.merge(base_counts);
+            for (mine, b) in u.base_collisions.iter_mut().zip(bases) {
                 *mine += b.collisions;
             }
-            for (mine, c) in u.changes.iter_mut().zip(&changes) {
+            for (mine, c) in u.changes.iter_mut().zip(&c.changes) {
                 mine.merge(c);
             }
         }
         if part.arms.len() < arms.len() {
             part.arms.resize_with(arms.len(), CompareTally::default);
         }
-        // Whether an outcome is the baseline's own (then it changes nothing: counted in a
-        // few additions, what `Comparison::add` of its diff would add).
-        let same: Vec<bool> = outcomes
+        // Whether an outcome is the baseline's own (then it changes nothing: counted in a few
+        // additions, what `Comparison::add` of its diff would add).
+        let same: Vec<bool> = c
+            .outcomes
             .iter()
             .map(|(o, by)| {
-                let b = bases[group_of[*by]].side;
+                let b = bases[groups.set_of[*by]].side;
                 let c = Side::of_outcome(o);
                 c.final_state != Final::Pending && Side { runs_left: 0, ..b } == c
             })
             .collect();
-        for (i, ((&j, &g), tally)) in which.iter().zip(&group_of).zip(&mut part.arms).enumerate() {
+        for (i, ((&j, &g), tally)) in c.which.iter().zip(&groups.set_of).zip(&mut part.arms).enumerate() {
             let base = &bases[g];
-            // The candidate's own collisions; the rest of `comparison.categories` is the
-            // same for every arm of a group, added up per unit (`Tallies::settle`).
-            if collisions.get(i).is_some_and(|&n| n > 0) {
+            // The candidate's own collisions; the rest of `comparison.categories` is the same
+            // for every arm of a group, added up per unit (`Tallies::settle`).
+            if c.collisions.get(i).is_some_and(|&n| n > 0) {
                 let sides = tally.comparison.categories.get_or_insert_with(Box::default);
-                sides.candidate.collisions += collisions[i];
+                sides.candidate.collisions += c.collisions[i];
             }
             if same[j] {
                 tally.unchanged(&base.side);
                 continue;
             }
             let from = |k: usize| base.from[k.min(base.from.len() - 1)];
-            let mut diff = JobDiff::of_outcome(base.side, from, &outcomes[j].0, h.job.resources);
+            let mut diff = JobDiff::of_outcome(base.side, from, &c.outcomes[j].0, h.job.resources);
             // Worked out above, on the candidate's classification, exactly when it is Pending.
-            tally_job_with(&mut diff, || lefts[i].unwrap_or(1), &facts, tally);
+            tally_job_with(&mut diff, || c.lefts[i].unwrap_or(1), &facts, tally);
             if diff.transition() == Some(Transition::Lost) {
                 tally.name_lost(&h.job.id);
             }
         }
-        Ok((h.job.id.clone(), fallback(fallback_sim, h)))
-    };
-    for_each_ordered(source, options.shard, work, emit)
+    }
 }
 
 /// The policies whose `given` list a job without its queue's gets: the first candidate's
