@@ -719,16 +719,79 @@ pub fn upstream_documents(
     collide: &[String],
 ) -> Upstream {
     let deployed = deployed_file.as_ref().map(|d| d.config);
-    let mut categories: Vec<NewCategory> = Vec::new();
-    let mut policy_rules: Vec<PolicyRule> = Vec::new();
-    let mut rule_index = Vec::with_capacity(rules.len());
-    // Deployed categories whose kept pods today's retries collide with (`collide`: no trial of
-    // theirs ever ran), deleted so that they can.
-    let mut delete_existing: Vec<String> = collide.to_vec();
-    let mut merged: Vec<Merged> = Vec::new();
-    for d in rules {
+    let placed = Placement::of(rules, deployed, collide);
+    let limits = Limits::of(settings, rules, raise_blocked);
+    let head = header_comments(header);
+    let mut tail = String::new();
+    if deployed.is_none() {
+        tail.push_str(&format!("# {NOT_COMPLETE}\n"));
+    }
+    let c = categories_yaml(deployed, &placed.categories, &placed.delete_existing);
+    let policy = policy_yaml(header, settings, limits.written_retry_limit, &placed.policy_rules, kept);
+    let existing = deployed.map_or(&[][..], |d| &d.categories[..]);
+    let action_changes = action_changes(&placed.categories, existing, &placed.delete_existing);
+    let rule_actions = placed.policy_rules.iter().map(|r| r.1).collect();
+    let (shaped, shape) = shaped(&c, deployed_file.as_ref());
+    Upstream {
+        head,
+        config: tail + &shaped,
+        shape,
+        policy,
+        policy_retry_limit: limits.policy_retry_limit,
+        written_retry_limit: limits.written_retry_limit,
+        raises: limits.raises,
+        cut: limits.cut,
+        cut_by: limits.cut_by,
+        rule_index: placed.rule_index,
+        categories: placed.categories,
+        merged: placed.merged,
+        action_changes,
+        rule_actions,
+    }
+}
+
+/// Where the proposed rules go upstream ([`Placement::of`]): the new categories and the
+/// v1beta1 rules that match them, in the order they are written.
+struct Placement {
+    /// The new categories (those of one signature's exit code first).
+    categories: Vec<NewCategory>,
+    /// The policy's own rules.
+    policy_rules: Vec<PolicyRule>,
+    /// Per proposed rule that has one: the index of the v1beta1 rule that decides it.
+    rule_index: Vec<usize>,
+    /// Deployed categories made `Delete`.
+    delete_existing: Vec<String>,
+    /// New categories holding signatures whose proposals differ.
+    merged: Vec<Merged>,
+}
+
+impl Placement {
+    /// Each of `rules` on its category, in order. Deployed categories whose kept pods today's
+    /// retries collide with (`collide`: no trial of theirs ever ran) are deleted so that
+    /// they can.
+    fn of(
+        rules: &[Documented<'_>],
+        deployed: Option<&crate::model::categorizer::ErrorCategories>,
+        collide: &[String],
+    ) -> Placement {
+        let mut placed = Placement {
+            categories: Vec::new(),
+            policy_rules: Vec::new(),
+            rule_index: Vec::with_capacity(rules.len()),
+            delete_existing: collide.to_vec(),
+            merged: Vec::new(),
+        };
+        for d in rules {
+            placed.place(d, deployed);
+        }
+        placed.say_why_unsplit(rules);
+        placed
+    }
+
+    /// One proposed rule: on the deployed category its signature has (or reuses), on the
+    /// new category of its matcher that another signature made, or on a category of its own.
+    fn place(&mut self, d: &Documented<'_>, deployed: Option<&crate::model::categorizer::ErrorCategories>) {
         let r = d.rule;
-        let retry = r.action == Action::Retry;
         let reuse = match (&r.signature, &d.place) {
             (Signature::Category { category, subcategory }, _) => Some((category.clone(), subcategory.clone())),
             (_, Some(Place::Reuse { category, subcategory })) => Some((category.clone(), subcategory.clone())),
@@ -743,97 +806,19 @@ pub fn upstream_documents(
             _ => None,
         };
         let (category, sub) = match (reuse, exit.clone().or_else(|| matcher(r))) {
-            (Some((category, subcategory)), _) => {
-                if retry && !delete_existing.contains(&category) {
-                    delete_existing.push(category.clone());
-                }
-                // Signatures proposing alike on one deployed category share its rule.
-                if let Some(at) = policy_rules
-                    .iter()
-                    .position(|p| p.2 == category && p.3 == subcategory && p.1 == r.action)
-                {
-                    policy_rules[at].0.push(format!("{}: {}", r.text, d.evidence));
-                    rule_index.push(at);
-                    continue;
-                }
-                (category, subcategory)
-            }
-            (None, Some(m)) => match categories.iter_mut().find(|c| c.matcher == m) {
-                Some(c) => {
-                    c.signatures.push(r.text.clone());
-                    c.delete |= retry;
-                    let at = policy_rules
-                        .iter()
-                        .position(|p| p.2 == c.name && p.3.is_none())
-                        .expect("a category's rule is made with it");
-                    policy_rules[at].0.push(format!("{}: {}", r.text, d.evidence));
-                    // One matcher for signatures whose proposals differ (a message with two
-                    // exit codes: a rule has one matcher): no category tells them apart, so
-                    // the one they share takes the decision that loses no job, Retry (the one
-                    // `retryLimit` is every Retry rule's), with the Retry signature's mutate.
-                    if policy_rules[at].1 != r.action {
-                        if retry {
-                            policy_rules[at].1 = Action::Retry;
-                            policy_rules[at].4 = d.mutate();
-                        }
-                        match merged.iter_mut().find(|g: &&mut Merged| g.category == c.name) {
-                            Some(g) => g.signatures.push(r.text.clone()),
-                            None => merged.push(Merged {
-                                category: c.name.clone(),
-                                signatures: c.signatures.clone(),
-                                unsplit: Vec::new(),
-                            }),
-                        }
-                    } else if let Some(g) = merged.iter_mut().find(|g| g.category == c.name) {
-                        g.signatures.push(r.text.clone());
-                    }
-                    rule_index.push(at);
-                    continue;
-                }
-                None => {
-                    let name = category_name(r, exit.is_some());
-                    let of = match &d.place {
-                        Some(Place::Split { of } | Place::Exit { of, .. }) => of.clone(),
-                        _ => None,
-                    };
-                    let (subcategory, hint) = of
-                        .as_ref()
-                        .and_then(|(c, s)| deployed_rule(deployed, c, s.as_deref()))
-                        .map_or((None, None), |r| {
-                            (
-                                (!r.subcategory.is_empty()).then(|| r.subcategory.clone()),
-                                (!r.hint.is_empty()).then(|| r.hint.clone()),
-                            )
-                        });
-                    // Before the message's category, which would take its runs first.
-                    let at = match exit {
-                        Some(_) => categories.iter().take_while(|c| c.exit_split).count(),
-                        None => categories.len(),
-                    };
-                    categories.insert(
-                        at,
-                        NewCategory {
-                            exit_split: exit.is_some(),
-                            name: name.clone(),
-                            delete: retry,
-                            matcher: m,
-                            splits: of.map(|(c, s)| match s {
-                                Some(s) => format!("{c}/{s}"),
-                                None => c,
-                            }),
-                            subcategory,
-                            hint,
-                            signatures: vec![r.text.clone()],
-                        },
-                    );
-                    (name, None)
-                }
+            (Some((category, subcategory)), _) => match self.reuse(d, category, subcategory) {
+                Some(own) => own,
+                None => return,
+            },
+            (None, Some(m)) => match self.categories.iter().position(|c| c.matcher == m) {
+                Some(at) => return self.join(d, at),
+                None => (self.new_category(d, m, exit.is_some(), deployed), None),
             },
             // `propose` gives no rule to signatures without a matcher.
-            (None, None) => continue,
+            (None, None) => return,
         };
-        rule_index.push(policy_rules.len());
-        policy_rules.push((
+        self.rule_index.push(self.policy_rules.len());
+        self.policy_rules.push((
             vec![format!("{}: {}", r.text, d.evidence)],
             r.action,
             category,
@@ -841,56 +826,203 @@ pub fn upstream_documents(
             d.mutate(),
         ));
     }
-    for g in &mut merged {
-        g.unsplit = g
-            .signatures
-            .iter()
-            .filter_map(|s| {
-                let d = rules.iter().find(|d| d.rule.text == *s)?;
-                Some((s.clone(), d.unsplit.clone()?))
-            })
-            .collect();
-    }
-    let policy_retry_limit = rules
-        .iter()
-        .filter_map(|d| d.rule.limit)
-        .chain(settings.default_limit)
-        .max();
-    // Today's limit, raised to the proposal's only where no rule of today's would retry
-    // further for it.
-    let (written_retry_limit, cut_by) = match (policy_retry_limit, settings.retry_limit) {
-        (Some(l), Some(today)) if l > today => match raise_blocked {
-            Some(by) => (today, Some(by.to_string())),
-            None => (l, None),
-        },
-        (l, today) => (today.or(l).unwrap_or(0), None),
-    };
-    // The learned default's limit is one more (docs/reference/suggest.md "The policy's
-    // defaults").
-    let limits = || {
-        rules
-            .iter()
-            .map(|d| (d.rule.limit, d.rule.text.as_str()))
-            .chain(std::iter::once((settings.default_limit, super::propose::DEFAULT)))
-    };
-    let raises = limits()
-        .filter(|(l, _)| l.is_some_and(|l| l < written_retry_limit))
-        .map(|(_, t)| t.to_string())
-        .collect();
-    let cut = limits()
-        .filter(|(l, _)| l.is_some_and(|l| l > written_retry_limit))
-        .map(|(_, t)| t.to_string())
-        .collect();
 
+    /// A rule on a deployed category (made `Delete` for a Retry rule): its category and
+    /// subcategory, or `None` when a rule of the same action on it takes the signature
+    /// already (signatures proposing alike on one deployed category share its rule).
+    fn reuse(
+        &mut self,
+        d: &Documented<'_>,
+        category: String,
+        subcategory: Option<String>,
+    ) -> Option<(String, Option<String>)> {
+        let r = d.rule;
+        if r.action == Action::Retry && !self.delete_existing.contains(&category) {
+            self.delete_existing.push(category.clone());
+        }
+        if let Some(at) = self
+            .policy_rules
+            .iter()
+            .position(|p| p.2 == category && p.3 == subcategory && p.1 == r.action)
+        {
+            self.policy_rules[at].0.push(format!("{}: {}", r.text, d.evidence));
+            self.rule_index.push(at);
+            return None;
+        }
+        Some((category, subcategory))
+    }
+
+    /// A rule whose matcher new category `at` has already: the signature joins it and its
+    /// rule.
+    fn join(&mut self, d: &Documented<'_>, at: usize) {
+        let r = d.rule;
+        let retry = r.action == Action::Retry;
+        let c = &mut self.categories[at];
+        c.signatures.push(r.text.clone());
+        c.delete |= retry;
+        let at = self
+            .policy_rules
+            .iter()
+            .position(|p| p.2 == c.name && p.3.is_none())
+            .expect("a category's rule is made with it");
+        self.policy_rules[at].0.push(format!("{}: {}", r.text, d.evidence));
+        // One matcher for signatures whose proposals differ (a message with two
+        // exit codes: a rule has one matcher): no category tells them apart, so
+        // the one they share takes the decision that loses no job, Retry (the one
+        // `retryLimit` is every Retry rule's), with the Retry signature's mutate.
+        if self.policy_rules[at].1 != r.action {
+            if retry {
+                self.policy_rules[at].1 = Action::Retry;
+                self.policy_rules[at].4 = d.mutate();
+            }
+            match self.merged.iter_mut().find(|g: &&mut Merged| g.category == c.name) {
+                Some(g) => g.signatures.push(r.text.clone()),
+                None => self.merged.push(Merged {
+                    category: c.name.clone(),
+                    signatures: c.signatures.clone(),
+                    unsplit: Vec::new(),
+                }),
+            }
+        } else if let Some(g) = self.merged.iter_mut().find(|g| g.category == c.name) {
+            g.signatures.push(r.text.clone());
+        }
+        self.rule_index.push(at);
+    }
+
+    /// A new category of matcher `m` for the rule (`exit`: of its signature's exit code,
+    /// written before the message's category, which would take its runs first), with the
+    /// subcategory and hint of the deployed rule it splits; its name.
+    fn new_category(
+        &mut self,
+        d: &Documented<'_>,
+        m: Matcher,
+        exit: bool,
+        deployed: Option<&crate::model::categorizer::ErrorCategories>,
+    ) -> String {
+        let r = d.rule;
+        let name = category_name(r, exit);
+        let of = match &d.place {
+            Some(Place::Split { of } | Place::Exit { of, .. }) => of.clone(),
+            _ => None,
+        };
+        let (subcategory, hint) = of
+            .as_ref()
+            .and_then(|(c, s)| deployed_rule(deployed, c, s.as_deref()))
+            .map_or((None, None), |r| {
+                (
+                    (!r.subcategory.is_empty()).then(|| r.subcategory.clone()),
+                    (!r.hint.is_empty()).then(|| r.hint.clone()),
+                )
+            });
+        // Before the message's category, which would take its runs first.
+        let at = if exit {
+            self.categories.iter().take_while(|c| c.exit_split).count()
+        } else {
+            self.categories.len()
+        };
+        self.categories.insert(
+            at,
+            NewCategory {
+                exit_split: exit,
+                name: name.clone(),
+                delete: r.action == Action::Retry,
+                matcher: m,
+                splits: of.map(|(c, s)| match s {
+                    Some(s) => format!("{c}/{s}"),
+                    None => c,
+                }),
+                subcategory,
+                hint,
+                signatures: vec![r.text.clone()],
+            },
+        );
+        name
+    }
+
+    /// Each merged category's signatures that say why no `onExitCodes` rule splits them.
+    fn say_why_unsplit(&mut self, rules: &[Documented<'_>]) {
+        for g in &mut self.merged {
+            g.unsplit = g
+                .signatures
+                .iter()
+                .filter_map(|s| {
+                    let d = rules.iter().find(|d| d.rule.text == *s)?;
+                    Some((s.clone(), d.unsplit.clone()?))
+                })
+                .collect();
+        }
+    }
+}
+
+/// The policy's one `retryLimit`, and the Retry signatures whose own limit it raises or
+/// cuts (the fields of [`Upstream`] of the same names).
+struct Limits {
+    policy_retry_limit: Option<u32>,
+    written_retry_limit: u32,
+    raises: Vec<String>,
+    cut: Vec<String>,
+    cut_by: Option<String>,
+}
+
+impl Limits {
+    fn of(settings: &Settings, rules: &[Documented<'_>], raise_blocked: Option<&str>) -> Limits {
+        let policy_retry_limit = rules
+            .iter()
+            .filter_map(|d| d.rule.limit)
+            .chain(settings.default_limit)
+            .max();
+        // Today's limit, raised to the proposal's only where no rule of today's would retry
+        // further for it.
+        let (written_retry_limit, cut_by) = match (policy_retry_limit, settings.retry_limit) {
+            (Some(l), Some(today)) if l > today => match raise_blocked {
+                Some(by) => (today, Some(by.to_string())),
+                None => (l, None),
+            },
+            (l, today) => (today.or(l).unwrap_or(0), None),
+        };
+        // The learned default's limit is one more (docs/reference/suggest.md "The policy's
+        // defaults").
+        let limits = || {
+            rules
+                .iter()
+                .map(|d| (d.rule.limit, d.rule.text.as_str()))
+                .chain(std::iter::once((settings.default_limit, super::propose::DEFAULT)))
+        };
+        let raises = limits()
+            .filter(|(l, _)| l.is_some_and(|l| l < written_retry_limit))
+            .map(|(_, t)| t.to_string())
+            .collect();
+        let cut = limits()
+            .filter(|(l, _)| l.is_some_and(|l| l > written_retry_limit))
+            .map(|(_, t)| t.to_string())
+            .collect();
+        Limits {
+            policy_retry_limit,
+            written_retry_limit,
+            raises,
+            cut,
+            cut_by,
+        }
+    }
+}
+
+/// `header`'s lines as comment lines.
+fn header_comments(header: &str) -> String {
     let mut head = String::new();
     for line in header.lines() {
         head.push_str(&format!("# {}\n", comment(line)));
     }
-    let mut tail = String::new();
-    if deployed.is_none() {
-        tail.push_str(&format!("# {NOT_COMPLETE}\n"));
-    }
-    // The `errorCategories` mapping, at the top of its own lines; [`shaped`] places it.
+    head
+}
+
+/// The `errorCategories` mapping, at the top of its own lines ([`shaped`] places it): the
+/// deployed defaults, the new `categories` (each under its signatures), then the deployed
+/// ones, those of `delete_existing` made `Delete`.
+fn categories_yaml(
+    deployed: Option<&crate::model::categorizer::ErrorCategories>,
+    categories: &[NewCategory],
+    delete_existing: &[String],
+) -> String {
     let mut c = String::from("errorCategories:\n  enabled: true\n");
     if let Some(dep) = deployed {
         if !dep.default_category.is_empty() {
@@ -906,7 +1038,7 @@ pub fn upstream_documents(
     } else {
         c.push_str("  categories:\n");
     }
-    for cat in &categories {
+    for cat in categories {
         for s in &cat.signatures {
             c.push_str(&format!("    # {}\n", comment(s)));
         }
@@ -942,11 +1074,20 @@ pub fn upstream_documents(
             c.push_str(&existing_rule_yaml(r, "        "));
         }
     }
+    c
+}
 
-    let mut p = String::new();
-    for line in header.lines() {
-        p.push_str(&format!("# {}\n", comment(line)));
-    }
+/// The v1beta1 RetryPolicy: `header`'s comment lines, the settings with `retryLimit`
+/// `written_retry_limit`, the proposal's rules (each under its evidence), then today's
+/// `kept`.
+fn policy_yaml(
+    header: &str,
+    settings: &Settings,
+    written_retry_limit: u32,
+    policy_rules: &[PolicyRule],
+    kept: &[Kept],
+) -> String {
+    let mut p = header_comments(header);
     p.push_str("apiVersion: armadaproject.io/v1beta1\nkind: RetryPolicy\n");
     p.push_str(&format!("name: {}\n", settings.name));
     p.push_str(&settings.default_comment(""));
@@ -960,7 +1101,7 @@ pub fn upstream_documents(
     } else {
         p.push_str("rules:\n");
     }
-    for (evidence, action, category, sub, mutate) in &policy_rules {
+    for (evidence, action, category, sub, mutate) in policy_rules {
         for e in evidence {
             p.push_str(&format!("  # {}\n", comment(e)));
         }
@@ -979,25 +1120,7 @@ pub fn upstream_documents(
     for k in kept {
         p.push_str(&kept_yaml(k, &encode::rule_v1beta1(&k.rule), "  "));
     }
-    let action_changes = action_changes(&categories, existing, &delete_existing);
-    let rule_actions = policy_rules.iter().map(|r| r.1).collect();
-    let (shaped, shape) = shaped(&c, deployed_file.as_ref());
-    Upstream {
-        head,
-        config: tail + &shaped,
-        shape,
-        policy: p,
-        policy_retry_limit,
-        written_retry_limit,
-        raises,
-        cut,
-        cut_by,
-        rule_index,
-        categories,
-        merged,
-        action_changes,
-        rule_actions,
-    }
+    p
 }
 
 /// What the executor does differently with failed pods under the proposal, for every queue:
