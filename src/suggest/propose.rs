@@ -654,7 +654,7 @@ fn uncategorized(s: &SignatureStats) -> bool {
     s.seen
         .iter()
         .max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0)))
-        .is_some_and(|(label, _)| label == "none")
+        .is_some_and(|(label, _)| label == super::stats::NO_CATEGORY)
 }
 
 /// Whether today's policy retried most of the signature's failed runs it decided.

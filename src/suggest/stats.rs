@@ -220,11 +220,14 @@ fn category_of(run: &crate::model::failure_history::Run) -> Option<(&str, Option
     }
 }
 
+/// The key of `recorded` and `seen` for runs with no category.
+pub const NO_CATEGORY: &str = "none";
+
 /// `recorded[C[/S] | none] += 1`, allocating only for a label not met before.
 fn count_recorded(map: &mut BTreeMap<String, u64>, recorded: Option<(&str, Option<&str>)>) {
     let mut label = String::new();
     let key: &str = match recorded {
-        None => "none",
+        None => NO_CATEGORY,
         Some((c, None)) => c,
         Some((c, Some(s))) => {
             label.push_str(c);

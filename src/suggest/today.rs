@@ -219,7 +219,7 @@ fn exit_splits<'a>(
 
 /// A `seen` key (`C` or `C/S`) as its category and subcategory; `None` for `none`.
 fn label(key: &str) -> Option<(&str, Option<&str>)> {
-    if key == "none" {
+    if key == super::stats::NO_CATEGORY {
         return None;
     }
     Some(match key.split_once('/') {
