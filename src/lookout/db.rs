@@ -649,14 +649,7 @@ pub(super) fn copy_jobs<'a>(db: std::sync::Arc<Db>, statement: &str) -> Result<s
             header: false,
             done: false,
         },
-        group: Group {
-            current: None,
-            current_id: Vec::new(),
-            skipping: false,
-            held: 0,
-            pending: VecDeque::new(),
-            inflater: Inflater::new(),
-        },
+        group: Group::new(),
         db,
         finished: false,
     }))
@@ -904,6 +897,17 @@ struct Group {
 }
 
 impl Group {
+    fn new() -> Group {
+        Group {
+            current: None,
+            current_id: Vec::new(),
+            skipping: false,
+            held: 0,
+            pending: VecDeque::new(),
+            inflater: Inflater::new(),
+        }
+    }
+
     fn take(&mut self, row: &Row) {
         let id = row.get(JOB_ID).unwrap_or_default();
         if id != self.current_id.as_slice() || (self.current.is_none() && !self.skipping) {
@@ -1412,14 +1416,7 @@ mod tests {
             }
             r
         };
-        let mut group = Group {
-            current: None,
-            current_id: Vec::new(),
-            skipping: false,
-            held: 0,
-            pending: VecDeque::new(),
-            inflater: Inflater::new(),
-        };
+        let mut group = Group::new();
         let rows = [
             run(b"ml-05\xff\x1b", b"ml", b"r1", NODE, b"n1"),
             run(b"ml-05\xff\x1b", b"ml", b"r2", NODE, b"n2"),
