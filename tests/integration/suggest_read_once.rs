@@ -27,6 +27,19 @@ fn long_history(path: &Path) {
 }
 
 /// `suggest --history HISTORY` in `dir`, started.
+/// `suggest` of `history` against `today.yaml`, incidents off (the subject is the reading).
+fn suggest_args(history: &str) -> [&str; 7] {
+    [
+        "suggest",
+        "--baseline",
+        "today.yaml",
+        "--history",
+        history,
+        "--incidents",
+        "off",
+    ]
+}
+
 fn started(dir: &Path, home: &Path, history: &str) -> Child {
     fs::copy(root().join("testdata/suggest/today.yaml"), dir.join("today.yaml")).unwrap();
     Command::new(assert_cmd::cargo::cargo_bin("retryctl"))
@@ -34,15 +47,7 @@ fn started(dir: &Path, home: &Path, history: &str) -> Child {
         .env_clear()
         .env("HOME", home)
         .env("NO_COLOR", "1")
-        .args([
-            "suggest",
-            "--baseline",
-            "today.yaml",
-            "--history",
-            history,
-            "--incidents",
-            "off",
-        ])
+        .args(suggest_args(history))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -79,15 +84,7 @@ fn undisturbed(dir: &Path, home: &Path, history: &str) -> String {
         .env_clear()
         .env("HOME", home)
         .env("NO_COLOR", "1")
-        .args([
-            "suggest",
-            "--baseline",
-            "today.yaml",
-            "--history",
-            history,
-            "--incidents",
-            "off",
-        ])
+        .args(suggest_args(history))
         .output()
         .unwrap();
     format_output(&out)
