@@ -25,6 +25,7 @@ mod emit;
 mod global;
 mod local;
 mod max_contradictions;
+mod merge;
 mod record;
 mod replay;
 mod resources;
@@ -45,10 +46,11 @@ pub use local::{
     VersionOutput,
 };
 pub use max_contradictions::MaxContradictions;
+pub use merge::{MergeArgs, MergeOutput};
 pub use record::{HistoryArgs, HistoryOutput, WatchArgs};
 pub use replay::{
-    EngineArg, ExecutorConfigFormat, IncidentsArg, MergeArgs, MergeOutput, ReplayArgs, SchedulerArgs, SimulateArgs,
-    SimulateOutput, SuggestArgs, SuggestOutput, TuneArgs, TuneOutput, WindowArgs,
+    EngineArg, ExecutorConfigFormat, IncidentsArg, ReplayArgs, SchedulerArgs, SimulateArgs, SimulateOutput,
+    SuggestArgs, SuggestOutput, TuneArgs, TuneOutput, WindowArgs,
 };
 pub use resources::{
     ApplyArgs, ClusterArgs, CreateArgs, CreateResource, DeleteArgs, DeleteFlags, DeletePolicyFlags, DeleteResource,

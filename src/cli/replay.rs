@@ -1,8 +1,8 @@
 //! The arguments of the verbs that replay histories and of what feeds them: `simulate`,
-//! `tune`, `suggest` and the `merge` of their shards; what they share with `record`'s verbs
-//! (`history`, `watch`): [`ReplayArgs`], the Lookout window, the engines and the scheduler's
-//! settings; their output formats; their examples. `--emit` is `emit`'s, the value of
-//! `--shard` `shard`'s.
+//! `tune` and `suggest`; what they share with `record`'s verbs (`history`, `watch`):
+//! [`ReplayArgs`], the Lookout window, the engines and the scheduler's settings; their output
+//! formats; their examples. `--emit` is `emit`'s, the value of `--shard` `shard`'s, the
+//! `merge` of their shards `merge`'s.
 //!
 //! Owns: those clap types and examples. Must not: do I/O or hold logic.
 
@@ -411,35 +411,6 @@ pub enum SimulateOutput {
     Partial,
 }
 
-#[derive(Debug, Args)]
-pub struct MergeArgs {
-    /// The partial results of one run's shards (`--shard I/N -o partial`): each of 0..N−1
-    /// once, in any order; a directory gives every partial result in it.
-    #[arg(value_name = "PARTIAL", required = true)]
-    pub partials: Vec<PathBuf>,
-
-    /// Output format: the command's own (`tune` and `suggest` have no jsonl; `policy` is
-    /// `suggest`'s alone).
-    #[arg(short = 'o', long, value_enum, default_value_t = MergeOutput::Table)]
-    pub output: MergeOutput,
-
-    /// Write the result to this file instead of stdout: written beside it and renamed once
-    /// complete; left as it was when no result is written.
-    #[arg(long, value_name = "FILE")]
-    pub output_file: Option<PathBuf>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum MergeOutput {
-    Table,
-    Json,
-    Yaml,
-    Jsonl,
-    Html,
-    Markdown,
-    Policy,
-}
-
 pub(super) const EX_SIMULATE: &str = "Examples:\n  retryctl simulate -f policies/ --history history.yaml
   retryctl simulate -f policies/ --history histories/ -o json
   retryctl simulate --from-server --history history.yaml
@@ -463,11 +434,6 @@ pub(super) const EX_SUGGEST: &str = "Examples:\n  retryctl suggest --history wee
   retryctl suggest --history month.jsonl --baseline p/ --backtest-at 2026-11-15T00:00:00Z
   retryctl suggest --history week.jsonl --baseline policies/ -o html > suggest.html
   retryctl suggest --history year.jsonl --baseline p/ --shard 0/4 -o partial > s0.json";
-
-pub(super) const EX_MERGE: &str =
-    "Examples:\n  retryctl merge p0.json p1.json p2.json p3.json     # the same bytes as one process
-  retryctl merge parts/*.json -o html > plan.html
-  retryctl simulate -f new/ --baseline old/ --history h.jsonl --shard 2/4 -o partial > p2.json";
 
 // The time window of the jobs read from Lookout (`history`, `simulate --lookout-db`), on
 // `job.submitted`.

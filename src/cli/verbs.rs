@@ -14,8 +14,9 @@ use super::local::{
     CompletionArgs, ConfigArgs, ServeArgs, ValidateArgs, VersionArgs, EX_COMPLETION, EX_CONFIG, EX_SERVE, EX_VALIDATE,
     EX_VERSION,
 };
+use super::merge::{MergeArgs, EX_MERGE};
 use super::record::{HistoryArgs, WatchArgs, EX_HISTORY, EX_WATCH};
-use super::replay::{MergeArgs, SimulateArgs, SuggestArgs, TuneArgs, EX_MERGE, EX_SIMULATE, EX_SUGGEST, EX_TUNE};
+use super::replay::{SimulateArgs, SuggestArgs, TuneArgs, EX_SIMULATE, EX_SUGGEST, EX_TUNE};
 use super::resources::{
     ApplyArgs, CreateArgs, DeleteArgs, DescribeArgs, DiffArgs, ExplainArgs, GetArgs, SchemaArgs, UpdateArgs, EX_APPLY,
     EX_CREATE, EX_DELETE, EX_DESCRIBE, EX_DIFF, EX_EXPLAIN, EX_GET, EX_SCHEMA, EX_UPDATE,
