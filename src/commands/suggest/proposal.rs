@@ -258,48 +258,7 @@ impl Suggest {
         collide: &[String],
     ) -> anyhow::Result<Proposal> {
         let settings = self.proposed_settings(baseline, default);
-        let by_text: HashMap<&str, &crate::suggest::stats::SignatureStats> =
-            learned.signatures.iter().map(|s| (s.text.as_str(), s)).collect();
-        // Upstream: the deployed category each rule can match on, where one separates it.
-        let places: Vec<Option<today::Place>> = match self.sides.engine {
-            EngineKind::Design => vec![None; rules.len()],
-            EngineKind::Upstream => today::places(rules, &learned.signatures, exits)
-                .into_iter()
-                .map(Some)
-                .collect(),
-        };
-        let documented: Vec<Documented<'_>> = rules
-            .iter()
-            .zip(places)
-            .map(|(r, place)| {
-                let stats = by_text.get(r.text.as_str());
-                let mut evidence = stats.map_or_else(String::new, |s| view::evidence(s));
-                // A rule keeping today's default's decision carries no mutation, as that
-                // default's retries do not (docs/engines.md).
-                let mutate = match &r.as_today {
-                    Some(why) => {
-                        let reason = match why {
-                            NoRule::RetriesCollide => "its runs have no category whose pods to delete: one of its own",
-                            _ => "the proposed default differs",
-                        };
-                        evidence.push_str(&format!("; as today ({why}): today's default decided it, and {reason}"));
-                        None
-                    }
-                    None => stats.and_then(|s| today::carried_mutate(s, &kept)),
-                };
-                let unsplit = match self.sides.engine {
-                    EngineKind::Design => None,
-                    EngineKind::Upstream => unsplit(&r.signature, &r.text, exits),
-                };
-                Documented {
-                    rule: r,
-                    evidence,
-                    mutate,
-                    place,
-                    unsplit,
-                }
-            })
-            .collect();
+        let documented = self.documented(learned, exits, rules, &kept);
         let header = format!(
             "Proposed by `retryctl suggest` from {} jobs ({} failed runs); --min-trials {} --futile {} --max-limit {}.",
             learned.jobs, learned.failed_runs, self.knobs.min_trials, self.knobs.futile, self.knobs.max_limit
@@ -344,6 +303,73 @@ impl Suggest {
             ))
             .into());
         }
+        let sim = self.replayed(baseline, &file)?;
+        Ok(Proposal {
+            text,
+            kept,
+            retry_limit: settings.design_retry_limit(),
+            upstream,
+            sim,
+        })
+    }
+
+    /// Each proposed rule with what its documents write beside it: its evidence, the
+    /// mutation it carries from today's rule, and upstream the deployed category it can match
+    /// on and the exit codes that do not split it.
+    fn documented<'a>(
+        &self,
+        learned: &Learned,
+        exits: &ExitCodes,
+        rules: &'a [crate::suggest::propose::Proposed],
+        kept: &[Kept],
+    ) -> Vec<Documented<'a>> {
+        let by_text: HashMap<&str, &crate::suggest::stats::SignatureStats> =
+            learned.signatures.iter().map(|s| (s.text.as_str(), s)).collect();
+        // Upstream: the deployed category each rule can match on, where one separates it.
+        let places: Vec<Option<today::Place>> = match self.sides.engine {
+            EngineKind::Design => vec![None; rules.len()],
+            EngineKind::Upstream => today::places(rules, &learned.signatures, exits)
+                .into_iter()
+                .map(Some)
+                .collect(),
+        };
+        rules
+            .iter()
+            .zip(places)
+            .map(|(r, place)| {
+                let stats = by_text.get(r.text.as_str());
+                let mut evidence = stats.map_or_else(String::new, |s| view::evidence(s));
+                // A rule keeping today's default's decision carries no mutation, as that
+                // default's retries do not (docs/engines.md).
+                let mutate = match &r.as_today {
+                    Some(why) => {
+                        let reason = match why {
+                            NoRule::RetriesCollide => "its runs have no category whose pods to delete: one of its own",
+                            _ => "the proposed default differs",
+                        };
+                        evidence.push_str(&format!("; as today ({why}): today's default decided it, and {reason}"));
+                        None
+                    }
+                    None => stats.and_then(|s| today::carried_mutate(s, kept)),
+                };
+                let unsplit = match self.sides.engine {
+                    EngineKind::Design => None,
+                    EngineKind::Upstream => unsplit(&r.signature, &r.text, exits),
+                };
+                Documented {
+                    rule: r,
+                    evidence,
+                    mutate,
+                    place,
+                    unsplit,
+                }
+            })
+            .collect()
+    }
+
+    /// The Simulator that replays the proposal's documents (`file`, read back): its policy,
+    /// its categorizer, and the baseline's queues it does not name.
+    fn replayed(&self, baseline: &Simulator, file: &input::SourceFile) -> anyhow::Result<Simulator> {
         let categorizer = file.documents.iter().find_map(|d| match &d.resource {
             Some(Resource::ErrorCategories(c)) => Some(c.clone()),
             _ => None,
@@ -390,12 +416,6 @@ impl Suggest {
                     "the proposed policy cannot be replayed (a bug in retryctl): {e}"
                 ))
             })?;
-        Ok(Proposal {
-            text,
-            kept,
-            retry_limit: settings.design_retry_limit(),
-            upstream,
-            sim,
-        })
+        Ok(sim)
     }
 }
