@@ -340,7 +340,8 @@ pub struct SuggestArgs {
     /// With --engine upstream: propose rules on today's categories only (no new category,
     /// no category's action changed), so that the executor config stays as it is and only
     /// the retry policy changes: the way past a split that costs another queue its jobs.
-    #[arg(long, conflicts_with = "executor_config")]
+    /// With --executor-config, the file written is today's config as it is.
+    #[arg(long)]
     pub keep_categorizer: bool,
 
     /// Reject the proposal when more jobs than this contradict today's policy (it is then

@@ -281,17 +281,44 @@ fn keep_categorizer_is_the_way_past_a_split_that_costs_another_queue_its_jobs() 
         std::fs::read("testdata/suggest/two-queues/current/executor.yaml").unwrap(),
         executor
     );
-    // The executor config is left as it is: no file of it is written.
+    // The executor config is left as it is, and `--executor-config` writes it so: the
+    // route's later commands read that file, and the rejected proposal's config, written
+    // there by the first run, must not stand for the cluster's.
     let out = dir.join("executor-suggested.yaml");
-    let refused = suggest(&["--keep-categorizer", "--executor-config", out.to_str().unwrap()]);
-    assert_eq!(refused.status.code(), Some(2), "{}", format_output(&refused));
+    let out_arg = out.to_str().unwrap();
+    let first = suggest(&["-o", "policy", "--executor-config", out_arg]);
+    assert_eq!(first.status.code(), Some(1), "{}", format_output(&first));
+    let rejected_config = std::fs::read_to_string(&out).unwrap();
     assert!(
-        String::from_utf8_lossy(&refused.stderr)
-            .starts_with("error: the argument '--keep-categorizer' cannot be used with '--executor-config <FILE>'"),
-        "{}",
-        format_output(&refused)
+        rejected_config.starts_with("# verdict: reject (do not adopt)"),
+        "{rejected_config}"
     );
-    assert!(!out.exists());
+    let again = suggest(&["--keep-categorizer", "-o", "policy", "--executor-config", out_arg]);
+    assert_eq!(again.status.code(), Some(0), "{}", format_output(&again));
+    assert_eq!(
+        std::fs::read_to_string(&out).unwrap(),
+        "# verdict: adopt (a change worth making): 0 rescued, 0 lost; retries +0 −60; run hours -1.0\n\
+         # --keep-categorizer: today's executor config as it is; nothing to roll out.\n\
+         # Proposed by `retryctl suggest` from 90 jobs (210 failed runs); --min-trials 10 --futile 0.05 --max-limit 5.\n\
+         errorCategories:\n  enabled: true\n  categories:\n    \
+         - name: \"boom\"\n      action: \"Delete\"\n      rules:\n        - onTerminationMessage: {pattern: \"boom\"}\n    \
+         - name: \"futile\"\n      action: \"Delete\"\n      rules:\n        - onTerminationMessage: {pattern: \"futile\"}\n"
+    );
+    // The policy written beside it validates against it, as the route's next step does.
+    let policy = dir.join("suggested.yaml");
+    std::fs::write(&policy, &again.stdout).unwrap();
+    let valid = retryctl(dir)
+        .args([
+            "validate",
+            "--upstream",
+            "-f",
+            policy.to_str().unwrap(),
+            "--categorizer",
+            out_arg,
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(valid.status.code(), Some(0), "{}", format_output(&valid));
 }
 
 fn p(dir: &Path, name: &str) -> String {
