@@ -274,6 +274,13 @@ fn keep_categorizer_is_the_way_past_a_split_that_costs_another_queue_its_jobs() 
     );
     assert!(!written.contains("s-exit-4"), "{written}");
     assert!(
+        written.contains(
+            "\n# --keep-categorizer: today's executor config as it is; nothing to roll out.\n\
+             # Proposed by `retryctl suggest`"
+        ),
+        "{written}"
+    );
+    assert!(
         written.contains("  - action: Fail\n    onCategory: \"futile\"\n"),
         "{written}"
     );

@@ -186,15 +186,7 @@ impl Suggest {
             doc.finish(&mut *out, &report, &whole_cmp, backtest.as_ref(), &judgement)?;
         }
         if let (Some((path, format)), Some(u)) = (&self.executor_config, &proposal.upstream) {
-            // Kept, the config is still written: the route's later commands read this file,
-            // and one an earlier run left (a rejected proposal's) must not stand for today's.
-            let head = match self.run.keep_categorizer {
-                true => {
-                    format!("{verdict}# --keep-categorizer: today's executor config as it is; nothing to roll out.\n")
-                }
-                false => verdict.clone(),
-            };
-            write_executor_config(path, *format, &head, &u.executor_config(), u.shape)?;
+            write_executor_config(path, *format, &verdict, &u.executor_config(), u.shape)?;
         }
         let code = self.exit_status(ctx, &whole_cmp, &judgement)?;
         Ok(Concluded { code, every_queue })
@@ -399,7 +391,7 @@ impl Suggest {
 /// `--executor-config FILE`: the proposed executor config alone, as deployed (docs/suggest.md
 /// "The two halves, in order"): the config file's shape, or the executor chart's values with
 /// it under `applicationConfig:` (`helm upgrade … -f FILE`), headed by the `verdict` comment
-/// lines. Written beside FILE and renamed once whole, as `--output-file` is. The chart's
+/// line. Written beside FILE and renamed once whole, as `--output-file` is. The chart's
 /// values hold the executor's whole config, which reads its categories at
 /// `application.errorCategories`: a bare config (`errorCategories` at its top, `shape`) is
 /// that `application:` part, so it goes under `applicationConfig.application`.

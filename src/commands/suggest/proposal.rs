@@ -30,6 +30,9 @@ use crate::commands::replay::sides::{candidate_side, compile, compiled};
 
 use super::Suggest;
 
+/// The first line of the executor config's header under `--keep-categorizer`.
+const KEPT_CONFIG: &str = "# --keep-categorizer: today's executor config as it is; nothing to roll out.\n";
+
 /// The proposal as documents, read back through `validate`'s reader, and the Simulator (and
 /// categorizer) that replays it.
 pub(super) struct Proposal {
@@ -268,7 +271,7 @@ impl Suggest {
             EngineKind::Design => (documents::design_policy(&settings, &documented, &kept, &header), None),
             EngineKind::Upstream => {
                 let blocked = today::raise_blocked_by(&kept, &learned.signatures);
-                let u = documents::upstream_documents(
+                let mut u = documents::upstream_documents(
                     &settings,
                     &documented,
                     &kept,
@@ -280,6 +283,12 @@ impl Suggest {
                     &header,
                     collide,
                 );
+                // Kept, the config is still written whole (`-o policy`, `--executor-config`):
+                // the route's later commands read it, and a file an earlier run left (a
+                // rejected proposal's) must not stand for today's.
+                if self.run.keep_categorizer {
+                    u.head.insert_str(0, KEPT_CONFIG);
+                }
                 (format!("{}---\n{}", u.categorizer(), u.policy), Some(u))
             }
         };
