@@ -26,7 +26,6 @@ fn long_history(path: &Path) {
     fs::write(path, text).unwrap();
 }
 
-/// `suggest --history HISTORY` in `dir`, started.
 /// `suggest` of `history` against `today.yaml`, incidents off (the subject is the reading).
 fn suggest_args(history: &str) -> [&str; 7] {
     [
@@ -40,6 +39,7 @@ fn suggest_args(history: &str) -> [&str; 7] {
     ]
 }
 
+/// `suggest --history HISTORY` in `dir`, started.
 fn started(dir: &Path, home: &Path, history: &str) -> Child {
     fs::copy(root().join("testdata/suggest/today.yaml"), dir.join("today.yaml")).unwrap();
     Command::new(assert_cmd::cargo::cargo_bin("retryctl"))
