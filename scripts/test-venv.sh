@@ -8,10 +8,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # PyYAML: a YAML 1.1 reader (as go-yaml, kubectl's and armadactl's) for the test that no
 # message text injects YAML into `suggest -o policy` (tests/integration/suggest.rs).
-packages=('armada-client==0.5.1' 'PyYAML==6.0.2')
+# jsonschema: the reference JSON Schema validator (draft 2020-12) for the tests that
+# `retryctl schema` describes what `validate` accepts (tests/integration/support/json_schema.rs).
+packages=('armada-client==0.5.1' 'PyYAML==6.0.2' 'jsonschema==4.23.0')
 target="${CARGO_TARGET_DIR:-target}"
 venv="$target/test-venv"
-works() { "$venv/bin/python3" -c 'import armada_client.armada.submit_pb2_grpc, yaml' 2>/dev/null; }
+works() { "$venv/bin/python3" -c 'import armada_client.armada.submit_pb2_grpc, yaml, jsonschema' 2>/dev/null; }
 works && exit 0
 mkdir -p "$target"
 # Racing test processes (and another run of this script) wait here; whoever builds does it
@@ -23,7 +25,7 @@ rm -rf "$target"/test-venv.tmp.*
 building="$target/test-venv.tmp.$$"
 python3 -m venv "$building"
 "$building/bin/python3" -m pip install --quiet --disable-pip-version-check "${packages[@]}"
-"$building/bin/python3" -c 'import armada_client.armada.submit_pb2_grpc, yaml'
+"$building/bin/python3" -c 'import armada_client.armada.submit_pb2_grpc, yaml, jsonschema'
 rm -rf "$venv"
 mv "$building" "$venv"
 works

@@ -12,6 +12,7 @@ pub mod child;
 pub mod chromium;
 pub mod console;
 pub mod executor_formats;
+pub mod json_schema;
 pub mod lookout_rows;
 pub mod pg;
 pub mod png;

@@ -20,12 +20,13 @@ use std::sync::OnceLock;
 
 use super::Missing;
 
-/// The packages, pinned: upstream's client, and PyYAML, a YAML 1.1 reader (as go-yaml, the
-/// reader of kubectl, armadactl and the executor's config).
-pub const PACKAGES: [&str; 2] = ["armada-client==0.5.1", "PyYAML==6.0.2"];
+/// The packages, pinned: upstream's client, PyYAML, a YAML 1.1 reader (as go-yaml, the
+/// reader of kubectl, armadactl and the executor's config), and `jsonschema`, the reference
+/// JSON Schema validator (support/json_schema.rs).
+pub const PACKAGES: [&str; 3] = ["armada-client==0.5.1", "PyYAML==6.0.2", "jsonschema==4.23.0"];
 
 /// What a working interpreter imports.
-const IMPORT: &str = "import armada_client.armada.submit_pb2_grpc, yaml";
+const IMPORT: &str = "import armada_client.armada.submit_pb2_grpc, yaml, jsonschema";
 
 /// The Python interpreter with `armada_client` importable, or `None` (the calling test is
 /// named at the end of the run).
