@@ -127,10 +127,29 @@ fn the_block_reader_sees_a_nested_block_whole() {
     assert!(b["message A"].ends_with("B b = 1; // {x}\n}"));
 }
 
+/// The generated code (src/armada_api/generated/, checked in) is written from the protos as
+/// they are: scripts/gen-grpc.sh records their digest when it writes the code, and `.ci/run`
+/// checks that the code is what the generator writes from them.
+#[test]
+fn the_generated_code_is_from_the_protos_checked_in() {
+    use sha2::Digest;
+    let mut digest = sha2::Sha256::new();
+    for proto in ["proto/submit.proto", "proto/upstream/health.proto"] {
+        digest.update(read(proto));
+    }
+    let hex: String = digest.finalize().iter().map(|b| format!("{b:02x}")).collect();
+    let recorded = read("src/armada_api/generated/PROTOS.sha256");
+    assert_eq!(
+        recorded.split_whitespace().next(),
+        Some(hex.as_str()),
+        "proto/ changed since src/armada_api/generated/ was written: run scripts/gen-grpc.sh"
+    );
+}
+
 #[test]
 fn health_is_upstreams_file_unchanged() {
-    // build.rs compiles it from proto/upstream/ directly: nothing to compare but that it is
-    // the file the trimmed contract imports.
+    // build.rs compiles it from proto/upstream/ directly (`--features grpc-codegen`): nothing
+    // to compare but that it is the file the trimmed contract imports.
     assert!(read("proto/submit.proto").contains("import \"health.proto\";"));
     assert!(read("proto/upstream/health.proto").contains("message HealthCheckResponse {"));
 }

@@ -20,7 +20,7 @@ pub(crate) struct Field {
     pub message: Option<usize>,
 }
 
-include!(concat!(env!("OUT_DIR"), "/fields.rs"));
+include!("generated/fields.rs");
 
 /// Deeper than any message of the contract nests (Queue → limits → pool limits → map entry).
 const MAX_DEPTH: usize = 32;

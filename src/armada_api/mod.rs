@@ -2,7 +2,7 @@
 //! (upstream's `pkg/api/submit.proto` at 207cc9e, trimmed to retry policies and queues; see
 //! its header), and their conversion to and from the model.
 //!
-//! Owns: the generated code ([`api`], written by build.rs into OUT_DIR), the v1beta1 model ⇄
+//! Owns: the generated code ([`api`], written by build.rs and checked in under `generated/`), the v1beta1 model ⇄
 //! protobuf conversion ([`convert`], both directions, pure), the server's request codec
 //! ([`codec::StrictCodec`]: a field the contract does not define is refused, not dropped),
 //! and what `serve --dialect upstream` takes from upstream's server: its gateway's JSON

@@ -792,6 +792,9 @@ mod tests {
                 with_init: false,
                 dfa: OnceLock::new(),
             };
+            // Each pattern's own regex, compiled once for the case's messages.
+            let regexes: Vec<_> =
+                patterns.iter().map(|p| crate::model::validate::compile_pattern(p).unwrap()).collect();
             for m in &messages {
                 let run = Run {
                     containers: vec![crate::model::failure_history::Container { message: Some(m.clone()), ..Default::default() }],
@@ -804,10 +807,10 @@ mod tests {
                     prop_assert!(shared.dfa.get().is_some_and(Option::is_none) || !m.is_ascii());
                     continue;
                 }
-                let own = patterns
+                let own = regexes
                     .iter()
                     .enumerate()
-                    .filter(|(_, p)| crate::model::validate::compile_pattern(p).unwrap().is_match(m))
+                    .filter(|(_, r)| r.is_match(m))
                     .fold(0u64, |out, (k, _)| out | 1 << k);
                 prop_assert_eq!(hits.plain[0], own, "message {:?}, patterns {:?}", m, patterns);
             }

@@ -210,8 +210,9 @@ proptest! {
         let hits = RegexHits::new(&refs, &ids);
         prop_assume!(hits.is_some());
         let hits = hits.unwrap();
+        let own = OwnRegexes::new(&refs);
         for m in &messages {
-            let want = own_regexes_matching(&refs, m);
+            let want = own.matching(m);
             prop_assert_eq!(hits.matching(m), want, "message {:?}, patterns {:?}", m, refs);
         }
     }
@@ -234,8 +235,9 @@ proptest! {
             // No pattern has a literal: every rule is always possible, nothing to check.
             return Ok(());
         };
+        let own = OwnRegexes::new(&refs);
         for m in &messages {
-            let matching = own_regexes_matching(&refs, m);
+            let matching = own.matching(m);
             let possible = literals.possible(m);
             prop_assert_eq!(matching & !possible, 0, "message {:?}, patterns {:?}", m, refs);
         }
@@ -295,11 +297,13 @@ proptest! {
         for (p, cp) in list.iter().enumerate() {
             let Some(slot) = shared.slot(p) else { continue };
             let rules = cp.shared_regex_rules();
+            let regexes: Vec<_> = rules.iter().map(|(_, _, pattern)| compile_pattern(pattern).unwrap()).collect();
             let own = |m: &str| {
                 rules
                     .iter()
-                    .filter(|(_, _, pattern)| compile_pattern(pattern).unwrap().is_match(m))
-                    .fold(0u64, |out, &(i, _, _)| out | 1 << i)
+                    .zip(&regexes)
+                    .filter(|(_, regex)| regex.is_match(m))
+                    .fold(0u64, |out, (&(i, _, _), _)| out | 1 << i)
             };
             let (mut plain, mut any) = (0, 0);
             for &(i, init, m) in &searched {
@@ -468,11 +472,27 @@ fn arb_compiling_patterns() -> impl Strategy<Value = Vec<String>> {
 /// The patterns whose own regex (`compile_pattern`, a rule's `Pattern::Regex`) matches
 /// `m`, as a mask by position: what both properties above compare with.
 fn own_regexes_matching(patterns: &[&str], m: &str) -> u64 {
-    patterns
-        .iter()
-        .enumerate()
-        .filter(|(_, p)| compile_pattern(p).unwrap().is_match(m))
-        .fold(0u64, |out, (k, _)| out | 1 << k)
+    OwnRegexes::new(patterns).matching(m)
+}
+
+/// Each pattern's own regex (`compile_pattern`), compiled once for all the messages of a case:
+/// compiling them again for each message made these properties minutes of a test run, and
+/// answered nothing more.
+struct OwnRegexes(Vec<regex::Regex>);
+
+impl OwnRegexes {
+    fn new<P: AsRef<str>>(patterns: &[P]) -> OwnRegexes {
+        OwnRegexes(patterns.iter().map(|p| compile_pattern(p.as_ref()).unwrap()).collect())
+    }
+
+    /// The patterns whose regex matches `m`, as a mask by position.
+    fn matching(&self, m: &str) -> u64 {
+        self.0
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| r.is_match(m))
+            .fold(0u64, |out, (k, _)| out | 1 << k)
+    }
 }
 
 /// A message from pieces: random characters (ASCII, multi-byte, newlines) and the
