@@ -128,6 +128,8 @@ mod codegen {
             std::fs::read_to_string(out.join(from))?
         );
             let path = root.join(GENERATED).join(to);
+            // An edit of the checked-in copy is found too, not only a change of the protos.
+            println!("cargo:rerun-if-changed={}", path.display());
             if std::fs::read_to_string(&path).ok().as_deref() != Some(text.as_str()) {
                 if write {
                     std::fs::write(&path, text)?;
