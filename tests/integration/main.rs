@@ -40,6 +40,7 @@ mod passwords;
 mod readability;
 mod route;
 mod serve;
+mod serve_framing;
 mod serve_process;
 mod serve_stress;
 mod serve_upstream;
