@@ -4,6 +4,7 @@
 mod support;
 
 mod adversarial;
+mod apply_verdict;
 mod backtest;
 mod categorizer;
 mod categorizer_replay;
@@ -31,6 +32,7 @@ mod history_rest;
 mod hostile_text;
 mod incidents;
 mod kubectl;
+mod long_history;
 mod lookout_env;
 mod lookout_pod_errors;
 mod merge_hardening;
@@ -72,9 +74,11 @@ mod traces;
 mod tune;
 mod tune_categorizer;
 mod tune_pick;
+mod twice;
 mod upstream_tables;
 mod validate;
 mod watch;
 mod watch_hardening;
 mod watch_incidents;
 mod watch_record;
+mod yaml11;
