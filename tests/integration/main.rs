@@ -3,6 +3,7 @@
 
 mod support;
 
+mod absurd_requests;
 mod adversarial;
 mod apply_verdict;
 mod backtest;
@@ -18,6 +19,7 @@ mod compressed_history;
 mod concurrency;
 mod config;
 mod crud;
+mod database_words;
 mod declarative;
 mod docs;
 mod empty_input;
@@ -81,4 +83,5 @@ mod watch;
 mod watch_hardening;
 mod watch_incidents;
 mod watch_record;
+mod watch_start;
 mod yaml11;
