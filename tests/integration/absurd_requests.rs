@@ -37,17 +37,10 @@ fn a_request_past_2_53_thousandths_leaves_its_job_out_in_every_reader() {
     ];
     let home = temp_home();
     // history: 4 jobs exported, 2 left out and said; the one at the bound is exported.
-    let out = retryctl(home.path())
-        .args(["history", "--lookout-db", &db.dsn])
-        .args(pg::WINDOW)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", format_output(&out));
-    let stderr = String::from_utf8(out.stderr).unwrap();
+    let (export, stderr) = crate::long_history::export(home.path(), &db.dsn);
     let warnings: Vec<&str> = stderr.lines().filter(|l| l.starts_with("warning: ")).collect();
     assert_eq!(warnings, said, "{stderr}");
     assert!(stderr.contains("history: left out 2 jobs"), "{stderr}");
-    let export = String::from_utf8(out.stdout).unwrap();
     assert_eq!(export.lines().count(), 4, "{export}");
     assert!(!export.contains(&gpu) && !export.contains(&cpu), "{export}");
     // What history wrote, simulate --history reads: the job at the bound too.

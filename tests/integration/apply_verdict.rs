@@ -4,6 +4,7 @@
 //! file), in a file, on stdin or in a directory, is refused (exit 1 naming the file, nothing
 //! sent) unless `--force`. Against the real `retryctl serve` (in process, on 127.0.0.1:0).
 
+use crate::declarative::policies;
 use crate::support::server::TestServer;
 use crate::support::Session;
 
@@ -19,11 +20,6 @@ fn refused(file: &str) -> String {
     format!(
         "exit: 1\n--- stdout\n--- stderr\nerror: `{file}` is a proposal suggest rejected: loses 1 job today's policy saves (`j1`); --force to apply it\n"
     )
-}
-
-/// The names of the retry policies on the server.
-fn policies(s: &Session) -> String {
-    s.ok(&["get", "retrypolicies", "-o", "name"])
 }
 
 #[test]

@@ -4,9 +4,25 @@
 //! read it back whole. A job whose line would pass the readers' 64 MiB is left out by
 //! `history`, said and counted, never written.
 
+use std::path::Path;
+
 use crate::support::pg;
 use crate::support::{format_output, lookout_rows, retryctl, temp_home};
 use crate::watch::CURRENT;
+
+/// `history --lookout-db DSN` over `pg::WINDOW` (exit 0): its stdout and stderr.
+pub(crate) fn export(home: &Path, dsn: &str) -> (String, String) {
+    let out = retryctl(home)
+        .args(["history", "--lookout-db", dsn])
+        .args(pg::WINDOW)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", format_output(&out));
+    (
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
 
 /// One failed run, then `more` copies of it 3 seconds apart, of job `id`; `message`: the
 /// container's.
@@ -40,13 +56,7 @@ fn a_job_of_100000_runs_is_exported_and_replayed_whole() {
     };
     many_runs(&mut db, "many-runs", "x", 99_999);
     let home = temp_home();
-    let out = retryctl(home.path())
-        .args(["history", "--lookout-db", &db.dsn])
-        .args(pg::WINDOW)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", format_output(&out));
-    let export = String::from_utf8(out.stdout).unwrap();
+    let (export, _) = export(home.path(), &db.dsn);
     assert_eq!(export.lines().count(), 1);
     assert!(export.len() > 12_000_000, "{}", export.len());
     assert_eq!(export.matches("\"node\"").count(), 100_000);
@@ -61,29 +71,9 @@ fn a_job_of_100000_runs_is_exported_and_replayed_whole() {
     let record: serde_json::Value = serde_json::from_slice(&simulate.stdout).unwrap();
     assert_eq!(record["summary"]["jobs"], 1, "{record}");
     assert_eq!(record["summary"]["errors"], 0, "{record}");
-    for args in [
-        vec![
-            "tune",
-            "-f",
-            CURRENT,
-            "--history",
-            file,
-            "--vary",
-            "ml-today:retryLimit=1..2",
-            "--max-contradictions",
-            "100%",
-        ],
-        vec![
-            "suggest",
-            "--baseline",
-            CURRENT,
-            "--history",
-            file,
-            "--max-contradictions",
-            "100%",
-        ],
-    ] {
-        let out = retryctl(home.path()).args(&args).output().unwrap();
+    // tune and suggest, as twice.rs runs them.
+    for args in &crate::twice::verbs(file, &[])[1..] {
+        let out = retryctl(home.path()).args(args).output().unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(
             !stderr.contains("line longer than"),
@@ -104,16 +94,9 @@ fn a_job_whose_line_would_pass_what_the_readers_read_is_left_out_said_and_counte
     many_runs(&mut db, "escaped", &"\u{1}".repeat(60_000), 199);
     many_runs(&mut db, "short", "x", 2);
     let home = temp_home();
-    let out = retryctl(home.path())
-        .args(["history", "--lookout-db", &db.dsn])
-        .args(pg::WINDOW)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", format_output(&out));
-    let stdout = String::from_utf8(out.stdout).unwrap();
+    let (stdout, stderr) = export(home.path(), &db.dsn);
     assert_eq!(stdout.lines().count(), 1);
     assert!(stdout.contains("\"short\""), "{stdout}");
-    let stderr = String::from_utf8(out.stderr).unwrap();
     let said: Vec<&str> = stderr.lines().filter(|l| l.starts_with("warning: ")).collect();
     assert_eq!(
         said,

@@ -17,7 +17,7 @@ fn id(line: &str) -> String {
 }
 
 /// The three verbs on `history` (a path, or `-` with `stdin`), with `extra` after.
-fn verbs<'a>(history: &'a str, extra: &[&'a str]) -> Vec<Vec<&'a str>> {
+pub(crate) fn verbs<'a>(history: &'a str, extra: &[&'a str]) -> Vec<Vec<&'a str>> {
     let mut all = vec![
         vec!["simulate", "-f", CURRENT, "--history", history, "-o", "json"],
         vec![
