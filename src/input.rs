@@ -26,10 +26,11 @@ pub struct SourceFile {
     pub name: String,
     pub documents: Vec<Document>,
     pub errors: Vec<Diagnostic>,
-    /// The file's first line when it is a YAML comment, its `#` and the spaces after it taken
-    /// off: `suggest -o policy` heads a proposal with its verdict there (`verdict: …`), which
-    /// `apply` reads.
-    pub head: Option<String>,
+    /// The comment lines that head the file's documents (before each one's first key,
+    /// whatever blank lines, `---`, directives or byte-order marks stand among them), each
+    /// without its `#` and the spaces after it: `suggest -o policy` heads a proposal with its
+    /// verdict there (`verdict: …`), which `apply` reads.
+    pub heads: Vec<String>,
 }
 
 impl SourceFile {
@@ -109,7 +110,7 @@ pub fn read_sources_seen(paths: &[PathBuf], recursive: bool, expected: Option<&[
                 out.push(SourceFile {
                     name: path.display().to_string(),
                     documents: Vec::new(),
-                    head: None,
+                    heads: Vec::new(),
                     errors: vec![Diagnostic::error(
                         "no-documents",
                         "",
@@ -194,7 +195,7 @@ fn file_error(path: &Path, e: &io::Error) -> SourceFile {
     SourceFile {
         name: path.display().to_string(),
         documents: Vec::new(),
-        head: None,
+        heads: Vec::new(),
         errors: vec![Diagnostic::error(
             "unreadable",
             "",
@@ -429,16 +430,45 @@ pub fn parse_text(name: &str, text: &str, expected: Option<&[Kind]>) -> SourceFi
     source_from_bytes(name.to_string(), Ok(text.as_bytes().to_vec()), expected)
 }
 
-/// The first line of `text` when it is a comment, without its `#` and the blanks after it.
-fn head_comment(text: &str) -> Option<String> {
-    let first = text.lines().next()?;
-    let comment = first.strip_prefix('#')?;
-    Some(
-        comment
-            .trim_start_matches([' ', '\t'])
-            .trim_end_matches('\r')
-            .to_string(),
-    )
+/// The comment lines heading each document of `text` (its `#` and the blanks after it taken
+/// off): every comment before a document's first key, in a stream's prefix (after `---`,
+/// `...`, a `%` directive, a byte-order mark, blank lines or other comments) or on its `---`
+/// line. A comment inside a document's content (after its first key) heads nothing. Lines are
+/// read as YAML reads them: `---` or `...` at the start of a line, alone or before a blank,
+/// always ends a document's content (no scalar can hold one there).
+fn head_comments(text: &str) -> Vec<String> {
+    let mut heads = Vec::new();
+    let mut heading = true;
+    let comment = |rest: &str| {
+        rest.trim_start_matches([' ', '\t'])
+            .trim_end_matches([' ', '\t'])
+            .to_string()
+    };
+    for line in text.lines() {
+        let line = line.trim_start_matches('\u{feff}').trim_end_matches('\r');
+        let marker = ["---", "..."].into_iter().find(|m| {
+            line.strip_prefix(m)
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with([' ', '\t']))
+        });
+        let rest = match marker {
+            Some(m) => {
+                heading = true;
+                &line[m.len()..]
+            }
+            None => line,
+        };
+        let rest = rest.trim_start_matches([' ', '\t']);
+        if !heading || rest.is_empty() {
+            continue;
+        }
+        if let Some(text) = rest.strip_prefix('#') {
+            heads.push(comment(text));
+        } else if !(marker.is_none() && line.starts_with('%')) {
+            // The document's first key (or any content): what follows is the document's.
+            heading = false;
+        }
+    }
+    heads
 }
 
 fn source_from_bytes(name: String, bytes: io::Result<Vec<u8>>, expected: Option<&[Kind]>) -> SourceFile {
@@ -446,7 +476,7 @@ fn source_from_bytes(name: String, bytes: io::Result<Vec<u8>>, expected: Option<
         name,
         documents: Vec::new(),
         errors: Vec::new(),
-        head: None,
+        heads: Vec::new(),
     };
     let bytes = match bytes {
         Ok(b) => b,
@@ -493,7 +523,7 @@ fn source_from_bytes(name: String, bytes: io::Result<Vec<u8>>, expected: Option<
         }
     };
     let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
-    file.head = head_comment(text);
+    file.heads = head_comments(text);
     let parsed = parse_documents(text, expected);
     file.documents = parsed.documents;
     if let Some(e) = parsed.syntax_error {

@@ -14,9 +14,10 @@
 //! - `user:password@` becomes `user:***@`, as docs/cli.md shows; a user without a password is
 //!   kept (a user name is not a secret, and `git@host`-style text must stay readable).
 //! - In the query and the fragment (OAuth puts `#access_token=` there), the value of every
-//!   parameter whose name says it is a credential becomes `***`: names containing `token`,
-//!   `password`, `passwd`, `secret` or `apikey`/`api_key`/`api-key`, and `key`, `sig`,
-//!   `signature`, `auth`, `authorization`. Other parameters are kept, for debugging.
+//!   parameter whose name says it is a credential becomes `***`: names that, with case, `-`,
+//!   `_` and percent-encoding set aside, contain `token`, `secret`, `passw`, `pwd`, `key`,
+//!   `sig`, `auth`, `bearer`, `jwt`, `session`, `cookie` or `credential` ([`SECRET_WORDS`]:
+//!   `X-Amz-Signature`, `api_key`, `session`). Other parameters are kept, for debugging.
 //! - A DSN's password is hidden as the driver would read it (tokio-postgres: a URL's user
 //!   information runs to its first `@`, so a password may hold `/`, `?`, `#`), and as the
 //!   user may have meant it (up to the last `@`; a key=value password's words up to the next
@@ -106,15 +107,32 @@ pub fn push_masked_params(out: &mut String, params: &str) {
     }
 }
 
+/// The words a credential parameter's name holds (docs/serve.md): a name is compared with
+/// its case, `-`, `_` and percent-encoding set aside, so `X-Amz-Signature`, `api_key`,
+/// `%74oken` and `Session-Id` all hold one. Where a name merely looks like one (`monkey`,
+/// `design`), its value is hidden too: a value lost to the log costs less than a secret kept.
+const SECRET_WORDS: [&str; 12] = [
+    "token",
+    "secret",
+    "passw",
+    "pwd",
+    "key",
+    "sig",
+    "auth",
+    "bearer",
+    "jwt",
+    "session",
+    "cookie",
+    "credential",
+];
+
 fn is_secret_param(name: &str) -> bool {
     let mut name = name.to_ascii_lowercase();
     if name.contains(['%', '+']) {
         name = percent_decoded(&name);
     }
-    ["token", "password", "passwd", "secret", "apikey", "api_key", "api-key"]
-        .iter()
-        .any(|s| name.contains(s))
-        || ["key", "sig", "signature", "auth", "authorization"].contains(&name.as_str())
+    name.retain(|c| c != '-' && c != '_');
+    SECRET_WORDS.iter().any(|s| name.contains(s))
 }
 
 /// `%74oken` → `token` (`+` is a space); a `%` not followed by two hex digits is kept.
@@ -360,8 +378,9 @@ mod tests {
         assert_eq!(redact_url(&once), once);
     }
 
-    /// docs/serve.md: what `serve` logs of a query string. The five names docs/serve.md lists, in any case
-    /// and percent-encoded, lose their values; everything else stays as sent.
+    /// docs/serve.md: what `serve` logs of a query string. Every name holding a word
+    /// docs/serve.md lists, in any case, with `-` and `_` anywhere and percent-encoded, loses
+    /// its value; everything else stays as sent.
     #[test]
     fn query_strings_lose_credential_values_only() {
         let masked = |q: &str| {
@@ -378,7 +397,28 @@ mod tests {
             ("Token=abc&KEY=k", "Token=***&KEY=***"),
             ("%74oken=abc&pass%77ord=p", "%74oken=***&pass%77ord=***"),
             ("num=5&token=t&page=2", "num=5&token=***&page=2"),
-            ("monkey=1&keys=2&x=token", "monkey=1&keys=2&x=token"),
+            ("monkey=1&keys=2&x=token", "monkey=***&keys=***&x=token"),
+            (
+                "X-Amz-Signature=a&X-Amz-Credential=b&X-Amz-Date=20261128",
+                "X-Amz-Signature=***&X-Amz-Credential=***&X-Amz-Date=20261128",
+            ),
+            (
+                "jwt=a&session=b&pwd=c&credential=d",
+                "jwt=***&session=***&pwd=***&credential=***",
+            ),
+            (
+                "Bearer=a&cookie=b&Auth-Header=c&x_api__key=d",
+                "Bearer=***&cookie=***&Auth-Header=***&x_api__key=***",
+            ),
+            (
+                "t-o-k-e-n=a&S_E_S_S_I_O_N=b&pass_w=c",
+                "t-o-k-e-n=***&S_E_S_S_I_O_N=***&pass_w=***",
+            ),
+            (
+                "x%2Damz%2Dsignature=a&%4A%57%54=b",
+                "x%2Damz%2Dsignature=***&%4A%57%54=***",
+            ),
+            ("page=2&name=alice&queue=ml", "page=2&name=alice&queue=ml"),
             ("token=&key", "token=&key"),
             ("token=a=b", "token=***"),
             ("%zz=1&%7=2&%", "%zz=1&%7=2&%"),

@@ -1,10 +1,13 @@
-//! YAML (and JSON, which is YAML) text → a tree of marked nodes.
+//! YAML (and JSON, which is YAML) text → a tree of marked nodes, and back.
 //!
 //! Owns: turning text into [`Node`]s that remember where they stood (line and column), one
 //! tree per document, with hard limits on nesting depth and on alias expansion so that a
 //! hostile file (a "billion laughs" alias bomb, 10,000 nested brackets) is an error, not an
-//! unbounded allocation. Must not: know anything about RetryPolicy or any other kind; read
-//! files; print.
+//! unbounded allocation; a node written back ([`write_entries`]); a JSON value written as
+//! YAML every reader, YAML 1.1's too, reads back the same ([`from_json`]). Must not: know
+//! anything about RetryPolicy or any other kind; read files; print.
+
+pub mod from_json;
 
 use std::collections::HashMap;
 use std::fmt;

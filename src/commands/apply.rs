@@ -15,8 +15,10 @@
 //!   that read and the delete is refused by `retryctl serve` itself (it deletes no policy a
 //!   queue uses); today's Armada detaches instead, which no client can prevent.
 //! - A policy someone else deleted meanwhile is not an error: it is gone, as asked.
-//! - A file `suggest -o policy` headed `# verdict: reject` is refused before anything is sent
-//!   (exit 1, its reasons said), dry run or not; `--force` applies it, with a warning.
+//! - A file with `suggest -o policy`'s `# verdict: reject` among the comments heading any of
+//!   its documents (`input::SourceFile::heads`: whatever blank lines, comments, `---` or
+//!   other documents stand before it) is refused before anything is sent (exit 1, its
+//!   reasons said), dry run or not; `--force` applies it, with a warning per file.
 //! - Pruning needs every file: when `-f`'s directories hold a file that was not read (an
 //!   ending it does not read, a subdirectory without `-R`), the run is refused before
 //!   anything is sent, dry run or not.
@@ -33,8 +35,13 @@ use crate::model::{Kind, Resource};
 
 pub fn run(ctx: &mut Context, args: &ApplyArgs) -> anyhow::Result<ExitCode> {
     let loaded = batch::load(ctx, &args.source, &[Kind::RetryPolicy, Kind::Queue])?;
+    let mut warned: Option<&str> = None;
     for (file, head) in &loaded.heads {
         if let Some(reasons) = rejected(head) {
+            if warned == Some(file.as_str()) {
+                continue;
+            }
+            warned = Some(file.as_str());
             let shown = crate::diag::shown(file);
             if !args.force {
                 return Err(CliError::failed(format!(
@@ -92,8 +99,8 @@ pub fn run(ctx: &mut Context, args: &ApplyArgs) -> anyhow::Result<ExitCode> {
     Ok(code)
 }
 
-/// The reasons of a rejected proposal: `head` is the first line of a file `suggest -o policy`
-/// wrote, `verdict: reject (do not adopt): REASONS` (its gloss optional: an older or
+/// The reasons of a rejected proposal: `head` is a comment line heading a document, as the
+/// first line of a file `suggest -o policy` wrote is, `verdict: reject (do not adopt): REASONS` (its gloss optional: an older or
 /// hand-edited head still counts); `None` for any other verdict or comment.
 fn rejected(head: &str) -> Option<&str> {
     let rest = head.strip_prefix("verdict:")?.trim_start().strip_prefix("reject")?;

@@ -18,8 +18,10 @@ use crate::connection::{parse_timeout, resolve, Env};
 use crate::error::{CliError, ExitCode};
 use crate::lookout::executor_text::Hints;
 use crate::lookout::{api, db, Event, Export, JobStream};
-use crate::output::history::{left_out_line, write_history, write_summary};
+use crate::lookout::{Place, RowError};
+use crate::output::history::{history_line, left_out_line, too_long, write_history_yaml, write_summary};
 use crate::output::progress::ReadProgress;
+use crate::replay::source::LINE_MAX;
 
 pub fn run(ctx: &mut Context, args: &HistoryArgs) -> anyhow::Result<ExitCode> {
     let filter = lookout_filter(
@@ -70,7 +72,20 @@ pub fn run(ctx: &mut Context, args: &HistoryArgs) -> anyhow::Result<ExitCode> {
     let mut export = Export::new(source).with_hints(hints);
     while let Some(event) = export.next() {
         match event? {
-            Event::History(h) => write_history(out, &h, yaml)?,
+            Event::History(h) if yaml => write_history_yaml(out, &h)?,
+            Event::History(h) => {
+                // What `history` writes, the readers read whole: a line past their bound
+                // leaves its job out, said and counted as a row that cannot be read.
+                let line = history_line(&h);
+                let len = line.len() - 1;
+                if len as u64 > LINE_MAX {
+                    let e = export.leave_out(RowError::job(&h.job.id, Place::Row, too_long(len, LINE_MAX)));
+                    let said = left_out_line(ctx.style, &e);
+                    progress.suspend(|| writeln!(ctx.err, "{said}"))?;
+                } else {
+                    out.write_all(&line)?;
+                }
+            }
             Event::LeftOut(e) => {
                 let line = left_out_line(ctx.style, &e);
                 progress.suspend(|| writeln!(ctx.err, "{line}"))?;

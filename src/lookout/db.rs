@@ -357,23 +357,38 @@ pub(super) fn query_error(e: &tokio_postgres::Error, shown: &str) -> CliError {
     }
 }
 
-/// The server's own message when there is one (`password authentication failed …`), else the
-/// driver's chain (`error connecting to server: Connection refused …`).
+/// The server's own words when there are some (`password authentication failed …`, with its
+/// `DETAIL` and `HINT` when it gives them), else the driver's chain (`error connecting to
+/// server: Connection refused …`); on one line, its control characters escaped (`\x0a`,
+/// `\x1b`) as row text and DSNs are: whatever answers on the port wrote them, and they reach
+/// `watch`'s log, `/healthz` and every verb's errors, where a line break would forge a line
+/// and an escape sequence would reach the terminal.
 fn reason(e: &tokio_postgres::Error) -> String {
-    if let Some(db) = e.as_db_error() {
-        return db.message().to_string();
-    }
-    let mut text = e.to_string();
-    let mut src = std::error::Error::source(e);
-    while let Some(s) = src {
-        let s_text = s.to_string();
-        if !text.contains(&s_text) {
-            text.push_str(": ");
-            text.push_str(&s_text);
+    let text = match e.as_db_error() {
+        Some(db) => {
+            let mut text = db.message().to_string();
+            for (label, said) in [("DETAIL", db.detail()), ("HINT", db.hint())] {
+                if let Some(said) = said {
+                    text.push_str(&format!(" ({label}: {said})"));
+                }
+            }
+            text
         }
-        src = s.source();
-    }
-    text
+        None => {
+            let mut text = e.to_string();
+            let mut src = std::error::Error::source(e);
+            while let Some(s) = src {
+                let s_text = s.to_string();
+                if !text.contains(&s_text) {
+                    text.push_str(": ");
+                    text.push_str(&s_text);
+                }
+                src = s.source();
+            }
+            text
+        }
+    };
+    crate::diag::shown(&text).into_owned()
 }
 
 /// `text`, the value of `flag`, as a string literal: `E'…'` with `\` and `'` escaped,

@@ -471,7 +471,10 @@ pub fn map_job(src: LookoutJob, hints: Option<&Hints>) -> Result<Mapped, RowErro
     Ok(Mapped { history, notes })
 }
 
-/// A job's columns as a [`Job`]: a negative memory, CPU or GPU request is the row's error.
+/// A job's columns as a [`Job`]: a negative memory, or a CPU or GPU request that is negative
+/// or past what `simulate --history` reads ([`Resources::MILLI_MAX`] thousandths: Lookout's
+/// `job.gpu` at 9223372036854775807), is the row's error, so that no counter, figure or
+/// export carries a saturated number.
 fn job_of(j: JobRow) -> Result<Job, RowError> {
     if j.memory < 0 {
         return Err(RowError::job(
@@ -480,12 +483,22 @@ fn job_of(j: JobRow) -> Result<Job, RowError> {
             format!("`{}` where a byte count of 0 or more was expected", j.memory),
         ));
     }
-    for (column, value) in [("cpu", j.cpu), ("gpu", j.gpu)] {
+    // Millicores, and devices (a thousand thousandths each).
+    let cpu_max = Resources::MILLI_MAX;
+    let gpu_max = Resources::MILLI_MAX / 1000;
+    for (column, value, max, unit) in [("cpu", j.cpu, cpu_max, "millicores"), ("gpu", j.gpu, gpu_max, "GPUs")] {
         if value < 0 {
             return Err(RowError::job(
                 &j.job_id,
                 Place::Column(column),
                 format!("`{value}` where a request of 0 or more was expected"),
+            ));
+        }
+        if value as u64 > max {
+            return Err(RowError::job(
+                &j.job_id,
+                Place::Column(column),
+                format!("`{value}` where a request of at most {max} {unit} was expected"),
             ));
         }
     }

@@ -102,6 +102,15 @@ impl<'a> Export<'a> {
     pub fn totals(&self) -> &ExportTotals {
         &self.totals
     }
+
+    /// A job this export handed over that its writer leaves out after all (`history`: its
+    /// line would be longer than the readers read): counted as a job left out instead of
+    /// exported. `why`: the report, returned to be said.
+    pub fn leave_out(&mut self, why: RowError) -> RowError {
+        self.totals.jobs = self.totals.jobs.saturating_sub(1);
+        self.totals.jobs_left_out += 1;
+        why
+    }
 }
 
 impl Iterator for Export<'_> {

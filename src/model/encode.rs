@@ -225,28 +225,11 @@ pub fn queue_document(queue: &Queue) -> Value {
     Value::Object(m)
 }
 
-/// YAML text of a document value.
-///
-/// serde_yaml writes YAML 1.1, where U+2028 and U+2029 are line breaks: a string holding one
-/// comes out as a folded single-quoted scalar that YAML 1.2 readers (our parser, Go's
-/// yaml.v3) read back with extra spaces. Such a rare value is written as JSON instead, which
-/// is YAML too, with those two characters escaped.
+/// YAML text of a document value, as every reader reads it back (`crate::yaml::from_json`:
+/// a string a YAML 1.1 reader such as kubectl's would retype, `on`, `1_000`, quoted; a value
+/// holding U+2028 written as JSON).
 pub fn to_yaml(value: &Value) -> String {
-    if has_yaml11_break(value) {
-        let json = serde_json::to_string_pretty(value).unwrap_or_default();
-        return json.replace('\u{2028}', "\\u2028").replace('\u{2029}', "\\u2029") + "\n";
-    }
-    serde_yaml::to_string(value).unwrap_or_else(|e| format!("# cannot render as YAML: {e}\n"))
-}
-
-fn has_yaml11_break(value: &Value) -> bool {
-    let breaks = |s: &str| s.contains(['\u{2028}', '\u{2029}']);
-    match value {
-        Value::String(s) => breaks(s),
-        Value::Array(items) => items.iter().any(has_yaml11_break),
-        Value::Object(m) => m.iter().any(|(k, v)| breaks(k) || has_yaml11_break(v)),
-        _ => false,
-    }
+    crate::yaml::from_json::yaml_of(value)
 }
 
 #[cfg(test)]

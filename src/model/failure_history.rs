@@ -102,11 +102,17 @@ pub struct Resources {
 }
 
 impl Resources {
+    /// The most thousandths of a CPU or GPU a request may be (2^53, ~9×10^12 devices): past
+    /// it a request is absurd, and the sums of run time × request it would enter could not
+    /// be exact. Every reader holds requests to it (`simulate --history`'s documents,
+    /// Lookout's rows).
+    pub const MILLI_MAX: u64 = 1 << 53;
+
     /// A quantity of CPUs or GPUs in thousandths, rounded to the nearest; `None` for a
-    /// negative, non-finite or absurd one (past 2^53 thousandths, ~9×10^12 devices).
+    /// negative, non-finite or absurd one (past [`Resources::MILLI_MAX`]).
     pub fn milli(quantity: f64) -> Option<u64> {
         let m = (quantity * 1000.0).round();
-        (m.is_finite() && (0.0..=9.007_199_254_740_992e15).contains(&m)).then_some(m as u64)
+        (m.is_finite() && (0.0..=Self::MILLI_MAX as f64).contains(&m)).then_some(m as u64)
     }
 
     /// Whether the job requests neither CPU nor GPU (its hours count 0: `withoutResources`).

@@ -12,17 +12,29 @@ use crate::output::style::Style;
 use crate::output::text::shown;
 use crate::replay::source::ExportTotals;
 
-/// One job: a JSON line, or a YAML document starting with `---`.
-pub fn write_history(out: &mut dyn Write, h: &FailureHistory, yaml: bool) -> io::Result<()> {
-    let value = failure_history_json(h);
-    if yaml {
-        let text = serde_yaml::to_string(&value).map_err(io::Error::other)?;
-        writeln!(out, "---")?;
-        out.write_all(text.as_bytes())
-    } else {
-        serde_json::to_writer(&mut *out, &value)?;
-        out.write_all(b"\n")
-    }
+/// One job as a YAML document starting with `---`.
+pub fn write_history_yaml(out: &mut dyn Write, h: &FailureHistory) -> io::Result<()> {
+    // Every id, queue, node and message a string for a YAML 1.1 reader too (`yes`, `0x1F`).
+    let text = crate::yaml::from_json::yaml_of(&failure_history_json(h));
+    writeln!(out, "---")?;
+    out.write_all(text.as_bytes())
+}
+
+/// One job as a JSON line, its line end included.
+pub fn history_line(h: &FailureHistory) -> Vec<u8> {
+    let mut line = serde_json::to_vec(&failure_history_json(h)).expect("a JSON value serializes");
+    line.push(b'\n');
+    line
+}
+
+/// Why a job whose JSON line is `len` bytes (its line end left out) is not exported: past
+/// `max`, what `simulate --history`, `tune` and `suggest` read.
+pub fn too_long(len: usize, max: u64) -> String {
+    format!(
+        "its history is one JSON line of {} MiB, past the {} MiB a line `simulate --history` reads",
+        len >> 20,
+        max >> 20
+    )
 }
 
 /// `warning: job `J` run `R`: column C: why; run left out` (docs/lookout.md).

@@ -4,7 +4,8 @@
 //!
 //! Owns: accepting within the connection cap; the task per connection (the TLS handshake,
 //! the plain-HTTP-on-a-TLS-port answer, HTTP/1.1 through hyper with its header read
-//! timeout, or HTTP/2 for gRPC: chosen by ALPN `h2` with TLS, by the HTTP/2 preface without);
+//! timeout and its requests' framing followed by [`framing`](super::framing), or HTTP/2 for
+//! gRPC: chosen by ALPN `h2` with TLS, by the HTTP/2 preface without);
 //! HTTP/2 itself is [`http2`](super::http2)'s; graceful shutdown of every connection. Must
 //! not: know routes, credentials or the database (the router has them), or block the loop on
 //! one client: everything a client can stall (the handshake included) runs on that client's
@@ -23,6 +24,7 @@ use tokio_rustls::TlsAcceptor;
 
 use super::conn::{Guarded, GuardedListener};
 use super::dispatch::App;
+use super::framing::Framed;
 use super::http2::http2;
 use crate::tls::PLAIN_HTTP_ON_TLS;
 
@@ -163,13 +165,28 @@ async fn refuse_plain_http(io: &mut Guarded) {
     .await;
 }
 
+/// Why a request with both `Content-Length` and `Transfer-Encoding` is refused (`framing`).
+const BOTH_LENGTHS: &str =
+    "request has both `Content-Length` and `Transfer-Encoding` headers; HTTP/1.1 allows one (RFC 9112 section 6.1)";
+
 /// HTTP/1.1 on one connection until the client closes, a timeout closes it, or shutdown
-/// (which lets the request in flight finish).
+/// (which lets the request in flight finish). A request framed by both `Content-Length` and
+/// `Transfer-Encoding` is answered 400 without being handed on, and its connection closed.
 async fn http<I>(io: I, addr: SocketAddr, app: Arc<App>, options: &Options, mut shutdown: watch::Receiver<()>)
 where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
-    let service = hyper::service::service_fn(move |req: hyper::Request<Incoming>| app.call(req, addr));
+    use futures_util::future::Either;
+    let (io, framing) = Framed::new(io);
+    let service = hyper::service::service_fn(move |req: hyper::Request<Incoming>| {
+        if framing.next_has_both() {
+            Either::Left(std::future::ready(Ok::<_, std::convert::Infallible>(
+                app.misframed(&req, BOTH_LENGTHS.to_string()),
+            )))
+        } else {
+            Either::Right(app.call(req, addr))
+        }
+    });
     let mut builder = hyper::server::conn::http1::Builder::new();
     builder
         .timer(TokioTimer::new())

@@ -119,10 +119,10 @@ impl App {
         })
     }
 
-    /// The 400 of a request [`host`] refused (`message`), logged, with the connection closed:
-    /// a client that frames its requests wrongly cannot be trusted to frame the next one
-    /// right.
-    fn misframed<B>(&self, req: &Request<B>, message: String) -> Response {
+    /// The 400 of a request [`host`] or `framing` refused (`message`), logged, with the
+    /// connection closed: a client that frames its requests wrongly cannot be trusted to
+    /// frame the next one right.
+    pub(super) fn misframed<B>(&self, req: &Request<B>, message: String) -> Response {
         let started = Instant::now();
         let line = log_start(self.log.as_ref(), req.method(), req.uri());
         let mut resp = ApiError::invalid(message).into_response();

@@ -6,7 +6,8 @@
 //! check) and `hygiene` (the dialect header, the 1 MiB body limit of `body`, turning a
 //! handler panic into a 500 with the error body, the one-line request log with credentials
 //! in the query masked); `config` is what the command asked for. Connections are
-//! `accept`'s and `conn`'s (HTTP/2 is `http2`'s); every request goes through `dispatch`
+//! `accept`'s and `conn`'s (HTTP/2 is `http2`'s; an HTTP/1.1 request's framing as sent,
+//! `framing`'s); every request goes through `dispatch`
 //! (framing checks, the hot reads answered with these same checks, the list of requests in
 //! flight), and its body through `body`'s deadline, before the router sees it; `grpc`
 //! answers gRPC calls with the same checks, store and validation.
@@ -24,6 +25,7 @@ mod body;
 mod config;
 mod conn;
 mod dispatch;
+mod framing;
 mod grpc;
 mod guard;
 mod http2;

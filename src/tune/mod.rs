@@ -83,7 +83,7 @@ retryPolicies: [infra, ml]
         SourceFile {
             name: name.to_string(),
             documents: parsed.documents,
-            head: None,
+            heads: Vec::new(),
             errors: Vec::new(),
         }
     }

@@ -25,7 +25,7 @@ fn write(dir: &Path, name: &str, text: &str) -> String {
 }
 
 /// The names of the retry policies on the server.
-fn policies(s: &Session) -> String {
+pub(crate) fn policies(s: &Session) -> String {
     s.ok(&["get", "retrypolicies", "-o", "name"])
 }
 

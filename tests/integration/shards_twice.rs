@@ -53,7 +53,7 @@ const TUNE: [&str; 7] = [
 ];
 
 /// What one process says of the copy, on stderr.
-const ONE_PROCESS: &str = "error: d/b.jsonl:31: job `j5` is also in `d/a.jsonl`: a directory's files hold different jobs, so this one is not replayed\n";
+const ONE_PROCESS: &str = "error: d/b.jsonl:31: job `j5` is also at `d/a.jsonl:6`: a history holds each job once, so this one is not replayed\n";
 
 /// What merge says of two shards that each replayed a copy.
 fn merge_says(shard: &str, first: &str) -> String {
@@ -134,7 +134,7 @@ fn a_shard_holding_both_copies_merges_to_one_process() {
         let whole = run(dir.path(), &one);
         assert!(
             String::from_utf8_lossy(&whole.stderr).contains(
-                "d/b.jsonl:1: job `j5` is also in `d/a.jsonl`: a directory's files hold different jobs, so this one is not replayed"
+                "d/b.jsonl:1: job `j5` is also at `d/a.jsonl:6`: a history holds each job once, so this one is not replayed"
             ),
             "{}",
             format_output(&whole)

@@ -399,7 +399,11 @@ fn a_byte_order_mark_at_the_start_of_a_history_is_skipped() {
             "-o",
             "jsonl",
         ])
-        .write_stdin(format!("\u{feff}{line}{line}"))
+        // Two jobs: a history holds each job once.
+        .write_stdin(format!(
+            "\u{feff}{line}{}",
+            line.replace("\"id\":\"a\"", "\"id\":\"b\"")
+        ))
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));

@@ -297,11 +297,11 @@ fn retry_policy_used_by_a_job_without_queue_is_not_called_ignored() {
     assert_eq!(v["policies"], serde_json::json!(["infra"]));
 }
 
-/// The 8 MiB limit is on a line's text: a line of exactly 8 MiB is read (and the line after
-/// it too); one byte more is `line longer than 8 MiB`, and only that line is lost.
+/// The 64 MiB limit is on a line's text: a line of exactly 64 MiB is read (and the line after
+/// it too); one byte more is `line longer than 64 MiB`, and only that line is lost.
 #[test]
-fn the_8_mib_line_limit_is_exact() {
-    const MIB8: usize = 8 * 1024 * 1024;
+fn the_64_mib_line_limit_is_exact() {
+    const MIB64: usize = 64 * 1024 * 1024;
     // A valid history padded with JSON whitespace to `len` bytes.
     let padded = |id: &str, len: usize| {
         let head = format!(r#"{{"job":{{"id":"{id}"}},"runs":[{{}}]"#);
@@ -310,9 +310,9 @@ fn the_8_mib_line_limit_is_exact() {
     let small = |id: &str| format!(r#"{{"job":{{"id":"{id}"}},"runs":[{{}}]}}"#);
     let text = [
         small("first"),
-        padded("exactly-8-mib", MIB8),
-        small("after-the-8-mib-line"),
-        padded("one-byte-over", MIB8 + 1),
+        padded("exactly-64-mib", MIB64),
+        small("after-the-64-mib-line"),
+        padded("one-byte-over", MIB64 + 1),
         small("after-the-long-line"),
     ]
     .join("\n")
@@ -334,12 +334,17 @@ fn the_8_mib_line_limit_is_exact() {
         .collect();
     assert_eq!(
         ids,
-        ["first", "exactly-8-mib", "after-the-8-mib-line", "after-the-long-line"],
+        [
+            "first",
+            "exactly-64-mib",
+            "after-the-64-mib-line",
+            "after-the-long-line"
+        ],
         "{stdout}"
     );
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        stderr.starts_with(&format!("error: {}:4: line longer than 8 MiB\n", file.display())),
+        stderr.starts_with(&format!("error: {}:4: line longer than 64 MiB\n", file.display())),
         "{stderr}"
     );
     assert_eq!(out.status.code(), Some(3), "{stderr}");
@@ -350,11 +355,11 @@ fn the_8_mib_line_limit_is_exact() {
 /// as in a file, and the lines after it keep their numbers.
 #[test]
 fn an_over_long_first_line_on_stdin_is_a_json_line_too_long() {
-    const MIB8: usize = 8 * 1024 * 1024;
+    const MIB64: usize = 64 * 1024 * 1024;
     let head = r#"{"job":{"id":"over-the-limit"},"runs":[{}]"#;
     // Longer than the limit plus the byte that tells it is over: cut before its end.
-    let json = format!("{head}{}}}", " ".repeat(MIB8 + 100 - head.len() - 1));
-    let blanks = " ".repeat(MIB8 + 100);
+    let json = format!("{head}{}}}", " ".repeat(MIB64 + 100 - head.len() - 1));
+    let blanks = " ".repeat(MIB64 + 100);
     for long in [json, blanks] {
         // The job after it is on line 3; its run's outcome is not one there is.
         let text = format!("\n{long}\n{}\n", r#"{"job":{"id":"after"},"runs":[{"outcome":"x"}]}"#);
@@ -366,16 +371,16 @@ fn an_over_long_first_line_on_stdin_is_a_json_line_too_long() {
             .unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(
-            stderr.starts_with("error: <stdin>:2: line longer than 8 MiB\nerror: <stdin>:3: "),
+            stderr.starts_with("error: <stdin>:2: line longer than 64 MiB\nerror: <stdin>:3: "),
             "{stderr}"
         );
         assert_eq!(out.status.code(), Some(3), "{stderr}");
     }
 }
 
-/// A job id given by two files of a directory is an error naming both (the file read later,
-/// with its line, and the first), and that job is not replayed again (exit 3); the other
-/// jobs are, and an id met twice in one file is no concern of this check.
+/// A job id given by two files of a directory is an error naming both places (the file read
+/// later, with its line, and the first, with its), and that job is not replayed again (exit
+/// 3); the other jobs are. (A job twice in one file or on stdin: tests/integration/twice.rs.)
 #[test]
 fn a_job_id_in_two_files_of_a_directory_is_an_error_naming_both() {
     let dir = tempfile::tempdir().unwrap();
@@ -396,12 +401,12 @@ fn a_job_id_in_two_files_of_a_directory_is_an_error_naming_both() {
         .args(["simulate", "-f", "infra.yaml", "-o", "jsonl", "--history", "hist"])
         .output()
         .unwrap();
-    let said = "a directory's files hold different jobs, so this one is not replayed";
+    let said = "a history holds each job once, so this one is not replayed";
     assert_eq!(
         String::from_utf8_lossy(&out.stderr),
         format!(
-            "error: hist/b.jsonl:2: job `x` is also in `hist/a.jsonl`: {said}\n\
-             error: hist/c.yaml: job `a1` is also in `hist/a.jsonl`: {said}\n\
+            "error: hist/b.jsonl:2: job `x` is also at `hist/a.jsonl:2`: {said}\n\
+             error: hist/c.yaml: job `a1` is also at `hist/a.jsonl:1`: {said}\n\
              summary\n  jobs:      4 (4 runs)\n  outcomes:  0 succeeded, 4 failed, 0 cancelled, 0 pending\n\
              \x20 retries:   0 granted, 0s total delay added\n  compute:   0s recorded\n\
              \x20 POLICY/RULE      RETRIES GRANTED   PERMANENT FAILURES\n  (fail_default)   0                 4\n\

@@ -2,7 +2,7 @@
 //! `<(zcat …)` (`/dev/fd/N`), `/dev/stdin`, a device. Each is read once, as stdin is, its
 //! format told by its content whatever its name: `suggest` copies it for its second pass
 //! instead of opening it again (which waited forever on a pipe), a JSON Lines stream named
-//! `.yaml` is read as JSON Lines. The 8 MiB line limit holds on a stream that never ends
+//! `.yaml` is read as JSON Lines. The 64 MiB line limit holds on a stream that never ends
 //! (`/dev/zero`): the run ends, saying so. `-f` reads its documents from a pipe too. A
 //! descriptor of the process (`/dev/stdin`) is read by its content even when it is a regular
 //! file (`< week.jsonl`).
@@ -222,7 +222,7 @@ fn policies_from_a_named_pipe() {
     );
 }
 
-/// `/dev/zero` is one line that never ends: past the 8 MiB limit and 64 MiB more with no line
+/// `/dev/zero` is one line that never ends: past the 64 MiB limit and 64 MiB more with no line
 /// end, the run stops reading and says so (exit 3: nothing could be replayed), as `--history
 /// /dev/zero` and as stdin, for `simulate` and for `suggest`.
 #[cfg(unix)]
@@ -231,7 +231,7 @@ fn an_endless_line_ends_the_run() {
     let dir = planted();
     let d = dir.path();
     let home = temp_home();
-    let said = "line longer than 8 MiB, with no line end in the 64 MiB after it: the rest of the input is not read";
+    let said = "line longer than 64 MiB, with no line end in the 64 MiB after it: the rest of the input is not read";
     for (history, name) in [("/dev/zero", "/dev/zero"), ("-", "<stdin>")] {
         let zero = || Stdio::from(fs::File::open("/dev/zero").unwrap());
         let mut cmd = spawnable(home.path(), d);

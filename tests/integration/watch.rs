@@ -86,7 +86,8 @@ pub(crate) fn command_for(home: &Path, dsn: &str, state: &Path, extra: &[&str]) 
         .args(if extra.contains(&"--poll") {
             &[][..]
         } else {
-            &["--poll", "300ms"][..]
+            // The shortest poll watch takes.
+            &["--poll", "1s"][..]
         })
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -1040,7 +1041,7 @@ fn watch_refuses_what_it_cannot_watch() {
         run(&["--baseline", a, "--state", state, "--queue", "q", "--poll", "0s"]),
         (
             Some(2),
-            "error: invalid `--poll` `0s`: expected a duration greater than zero such as `30s` or `1m`\n".into()
+            "error: invalid `--poll` `0s`: expected a duration of at least `1s` such as `30s` or `1m`\n".into()
         )
     );
     std::fs::write(dir.join("s.json"), "{\"kind\": \"something else\"}").unwrap();

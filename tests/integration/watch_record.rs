@@ -258,7 +258,7 @@ fn watch_on(home: &Path, dsn: &str, listen: &str) -> Child {
             "--since",
             "30d",
             "--poll",
-            "200ms",
+            "1s",
         ])
         .args(["--listen", listen, "--window", "30d"])
         .arg("--state")

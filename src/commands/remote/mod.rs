@@ -151,8 +151,8 @@ pub fn load(ctx: &mut Context, source: &FileSource, kinds: &[Kind]) -> anyhow::R
 pub struct Loaded {
     pub items: Vec<Item>,
     pub skipped: Vec<input::Skipped>,
-    /// `(file, comment)` for every file whose first line is a comment (`input::SourceFile`'s
-    /// `head`): `suggest -o policy`'s verdict, which `apply` reads.
+    /// `(file, comment)` for every comment line heading a document of a file
+    /// (`input::SourceFile`'s `heads`): `suggest -o policy`'s verdict, which `apply` reads.
     pub heads: Vec<(String, String)>,
 }
 
@@ -192,9 +192,7 @@ pub fn load_seen(ctx: &mut Context, source: &FileSource, kinds: &[Kind]) -> anyh
     let mut items = Vec::new();
     let mut heads = Vec::new();
     for f in files {
-        if let Some(head) = f.head {
-            heads.push((f.name.clone(), head));
-        }
+        heads.extend(f.heads.into_iter().map(|head| (f.name.clone(), head)));
         for d in f.documents {
             if let Some(resource) = d.resource {
                 items.push(Item {

@@ -42,13 +42,18 @@ pub fn check(args: &WatchArgs) -> Result<(), CliError> {
     flags(args, now_micros()).map(|_| ())
 }
 
+/// The shortest `--poll` (docs/watch.md).
+const POLL_FLOOR: Duration = Duration::from_secs(1);
+
 fn flags(args: &WatchArgs, now: i64) -> Result<Flags, CliError> {
     crate::server::check_listen(&args.listen)?;
+    // A floor, not just more than zero: each poll is a transaction on Lookout's database, and
+    // `1ns` made some 570 of them a second on an empty one.
     let poll = match GoDuration::parse(&args.poll) {
-        Ok(d) if d.as_nanos() > 0 => Duration::from_nanos(d.as_nanos()),
+        Ok(d) if u128::from(d.as_nanos()) >= POLL_FLOOR.as_nanos() => Duration::from_nanos(d.as_nanos()),
         _ => {
             return Err(CliError::usage(format!(
-                "invalid `--poll` `{}`: expected a duration greater than zero such as `30s` or `1m`",
+                "invalid `--poll` `{}`: expected a duration of at least `1s` such as `30s` or `1m`",
                 args.poll
             )))
         }
@@ -64,6 +69,15 @@ fn flags(args: &WatchArgs, now: i64) -> Result<Flags, CliError> {
         }
         Some(s) => Some(now.saturating_sub(micros(duration_flag("--since", s)?))),
     };
+    if since.is_some_and(|start| start > now) {
+        // Every job ending before it would be skipped without a word, after a restart too:
+        // a typo (`2062` for `2026`) must not start a watch that never counts.
+        let now = crate::model::failure_history::Timestamp(now / 1_000_000 * 1_000_000_000);
+        return Err(CliError::usage(format!(
+            "invalid `--since` `{}`: later than now (`{now}`); give a time in the past or a duration back from now such as `7d`",
+            crate::diag::shown(args.since.as_deref().unwrap_or_default()),
+        )));
+    }
     let mut names: Vec<String> = Vec::new();
     for path in &args.candidates {
         let name = candidate_name(path);
@@ -351,6 +365,16 @@ mod tests {
             flags(&args("--since 2026-13-01T00:00:00Z"), NOW).err().unwrap().code,
             ExitCode::Usage
         );
+        // Later than now, by a year or a second: refused, naming `--since` and now.
+        for later in ["2099-01-01T00:00:00Z", "2027-01-15T08:00:01Z"] {
+            let err = flags(&args(&format!("--since {later}")), NOW).err().unwrap();
+            assert_eq!(err.code, ExitCode::Usage);
+            assert_eq!(
+                err.message,
+                format!("invalid `--since` `{later}`: later than now (`2027-01-15T08:00:00Z`); give a time in the past or a duration back from now such as `7d`")
+            );
+        }
+        assert!(flags(&args("--since 2027-01-15T08:00:00Z"), NOW).is_ok());
         assert_eq!(
             flags(&args("--since soon"), NOW).err().unwrap().message,
             "invalid `--since` `soon`: expected a duration such as `7d`, `36h` or `1d12h`"
@@ -361,6 +385,15 @@ mod tests {
     fn poll_window_and_listen_are_checked() {
         let f = flags(&args("--poll 1m30s --window 2d"), NOW).unwrap();
         assert_eq!((f.poll, f.window), (Duration::from_secs(90), 2 * 86_400 * 1_000_000));
+        assert_eq!(flags(&args("--poll 1s"), NOW).unwrap().poll, Duration::from_secs(1));
+        for below in ["0s", "1ns", "500ms", "999999us"] {
+            let err = flags(&args(&format!("--poll {below}")), NOW).err().unwrap();
+            assert_eq!(err.code, ExitCode::Usage);
+            assert_eq!(
+                err.message,
+                format!("invalid `--poll` `{below}`: expected a duration of at least `1s` such as `30s` or `1m`")
+            );
+        }
         assert_eq!(
             flags(&args("--window 0s"), NOW).err().unwrap().message,
             "invalid `--window` `0s`: expected a duration such as `7d`, `36h` or `1d12h`"

@@ -44,7 +44,7 @@ impl Files {
             name: name.to_string(),
             errors: parsed.syntax_error.into_iter().collect(),
             documents: parsed.documents,
-            head: None,
+            heads: Vec::new(),
         };
         let origin = Origin {
             file: name.clone(),
@@ -99,7 +99,7 @@ impl Files {
             if let Some(Resource::FailureHistory(h)) = doc.resource {
                 let ordinal = self.ordinal;
                 let elsewhere = match &mut self.ids {
-                    Some(ids) if !h.job.id.is_empty() => ids.elsewhere(h.job.id.as_bytes(), ordinal),
+                    Some(ids) if !h.job.id.is_empty() => ids.again(h.job.id.as_bytes(), ordinal, doc.pos.line),
                     _ => None,
                 };
                 self.ready.push_back(Entry {

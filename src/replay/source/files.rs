@@ -41,8 +41,7 @@ pub struct Files {
     /// each file still queued starts in the source (as `queue`).
     pub(super) range: Option<Range>,
     pub(super) starts: VecDeque<(u64, u64)>,
-    /// A directory of more than one file: the job ids its files give, to refuse one given
-    /// by two files.
+    /// The job ids the history gave so far, to refuse one met again ([`JobIds`]).
     pub(super) ids: Option<JobIds>,
     /// What opening a stream read (the blank lines before the first line, a YAML text),
     /// hashed: [`Files::digest`] starts from it.

@@ -1,17 +1,22 @@
-//! The job ids a directory's files give, each with the first file that gave it: a job in two
-//! files is refused (it would be replayed, counted and compared twice).
+//! The job ids a history gives, each with the first place that gave it: a job met a second
+//! time (in the same file or stdin, or in another file of a directory: two overlapping
+//! exports put together) is refused, as it would be replayed, counted and compared twice.
 //!
-//! Owns: [`JobIds`] (ids kept as 128-bit hashes). Must not: compare ids within one file, or
-//! read a file (the reader hands it the ids it meets).
+//! Owns: [`JobIds`] (ids kept as 128-bit hashes, each with its place). Must not: read a file
+//! (the reader hands it the ids it meets, with their places).
 
 use std::hash::{BuildHasher, Hasher};
 use std::sync::Arc;
 
-/// The job ids the files of a directory give, each with the first file that gave it: a job's
-/// history is in one file, and a job given by two would be replayed, counted and compared
-/// twice. Kept as 128-bit hashes (16 bytes an id, whatever its length; two ids alike by
-/// chance are not to be expected before 2^64 of them). An id met again in the same file is
-/// not looked at: only files are compared. A shard sees the ids of its own range only.
+/// Bits of a place given to its line; the rest are the file's place in the source.
+const LINE_BITS: u32 = 40;
+
+/// The job ids a history gives, each with the first place that gave it (its file and line).
+/// Kept as 128-bit hashes, 16 bytes an id whatever its length, beside 8 bytes of place: a
+/// history of 1,000,000 jobs holds 24 MB of them, some 50 MB at most with the table's room
+/// (docs/simulate.md). Two different ids alike by chance are not to be expected before 2^64
+/// of them; the ids themselves are not kept, so the message names the first place, not its
+/// text. A shard sees the ids of its own range only.
 #[derive(Default)]
 pub(super) struct JobIds {
     seen: std::collections::HashMap<u128, u64>,
@@ -20,22 +25,30 @@ pub(super) struct JobIds {
 }
 
 impl JobIds {
-    /// `id`, met in the file at `ordinal`: the error of a job another file gave first.
-    pub(super) fn elsewhere(&mut self, id: &[u8], ordinal: u64) -> Option<String> {
+    /// `id`, met at `line` of the file at `ordinal`: the error of a job met before.
+    pub(super) fn again(&mut self, id: &[u8], ordinal: u64, line: usize) -> Option<String> {
         let hash = |seed: u64| {
             let mut h = foldhash::fast::FixedState::with_seed(seed).build_hasher();
             h.write(id);
             h.finish()
         };
         let key = (u128::from(hash(1)) << 64) | u128::from(hash(2));
-        let first = *self.seen.entry(key).or_insert(ordinal);
-        if first == ordinal {
+        // A place past its bits (a file of more than 2^40 lines, a directory of more than
+        // 2^24 files) is kept cut: only the message's place would be wrong.
+        let place = (ordinal.min((1 << (64 - LINE_BITS)) - 1) << LINE_BITS) | (line as u64).min((1 << LINE_BITS) - 1);
+        let first = *self.seen.entry(key).or_insert(place);
+        if first == place {
             return None;
         }
-        let file = self.files.get(first as usize - 1).map_or("", |f| &**f);
+        let (file, at) = (first >> LINE_BITS, first & ((1 << LINE_BITS) - 1));
+        let file = (file as usize)
+            .checked_sub(1)
+            .and_then(|i| self.files.get(i))
+            .map_or("", |f| &**f);
         Some(format!(
-            "job {} is also in `{file}`: a directory's files hold different jobs, so this one is not replayed",
-            crate::diag::quote(&String::from_utf8_lossy(id))
+            "job {} is also at `{}:{at}`: a history holds each job once, so this one is not replayed",
+            crate::diag::quote(&String::from_utf8_lossy(id)),
+            crate::diag::shown(file)
         ))
     }
 }

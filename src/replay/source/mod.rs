@@ -5,7 +5,7 @@
 //!
 //! Owns: [`HistorySource`], the one streaming interface every source implements (Lookout's
 //! database, `lookout::export_source`, yields `Body::History` entries through it), file
-//! discovery, the 8 MiB limits, which settings apply to which job (a SchedulerConfig document
+//! discovery, the limits (8 MiB a YAML text, [`LINE_MAX`] a JSON line), which settings apply to which job (a SchedulerConfig document
 //! in a history file applies to that file's jobs), and job ids by default (the file stem;
 //! `stem-LINE` in JSON Lines). JSON Lines are read as blocks of whole lines ([`LineBlock`])
 //! whose lines are only counted here. A shard of files ([`HistorySource::sift`],
@@ -18,8 +18,9 @@
 //! `json_lines`), evaluate or print.
 //!
 //! A stream is read once, in order, as stdin is, whatever its name says: JSON Lines when its
-//! first line that is not blank is one complete JSON value, or is longer than the 8 MiB a line
-//! may be (no YAML text that long is read: an over-long JSON line, reported as a file's is),
+//! first line that is not blank is one complete JSON value, or is longer than the
+//! [`LINE_MAX`] a line may be (no YAML text that long is read: an over-long JSON line,
+//! reported as a file's is),
 //! else one YAML/JSON text (at most 8 MiB), like a file. An over-long line is skipped to its
 //! end; on a stream, whose end may never come (`/dev/zero`), at most [`SKIP_MAX`] past the
 //! limit, after which the rest of the stream is not read.
@@ -63,7 +64,7 @@ pub use digest::Digest;
 pub use entry::{Body, Entry, LineBlock, BLOCK_BYTES, EMPTY_TEXT};
 pub use files::Files;
 pub use interface::{Counted, Either, EveryQueue, HistorySource, Progress};
-pub use lines::SKIP_MAX;
+pub use lines::{LINE_MAX, SKIP_MAX};
 pub use one_queue::OneQueue;
 pub(crate) use origin::read_exact_at;
 pub use origin::{LinesBefore, Origin, Pos};

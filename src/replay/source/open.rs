@@ -55,7 +55,7 @@ impl Files {
             bulk: false,
             progress: Progress::default(),
             stream: false,
-            ids: None,
+            ids: Some(JobIds::default()),
             digest: None,
             shard: None,
             range: None,
@@ -100,9 +100,6 @@ impl Files {
                 .filter(|p| p.is_file() && matches!(ext(p), "yaml" | "yml" | "json" | "jsonl" | "ndjson"))
                 .collect();
             entries.sort();
-            if entries.len() > 1 {
-                files.ids = Some(JobIds::default());
-            }
             files.progress.total = entries.len() as u64;
             files.queue = entries.into();
         } else {

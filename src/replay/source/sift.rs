@@ -2,7 +2,7 @@
 //! order, and, line by line, the JSON lines it keeps.
 //!
 //! Owns: [`Range`], [`Mine`] (a shard's part of one file) and [`Sieve`] (each line hashed,
-//! kept or blanked, its job id checked against the directory's). Must not: decide which jobs
+//! kept or blanked, its job id checked against those met before). Must not: decide which jobs
 //! are a shard's by themselves (that is `replay::shard`), or read a file.
 
 use crate::replay::shard::{Owner, Shard};
@@ -15,7 +15,7 @@ use super::job_ids::JobIds;
 pub(super) struct Sieve<'a> {
     pub(super) digest: Option<&'a mut foldhash::fast::FoldHasher<'static>>,
     pub(super) shard: Option<Owner>,
-    /// A directory's job ids so far, and the place of the file read.
+    /// The history's job ids so far, and the place of the file read.
     pub(super) ids: Option<(&'a mut JobIds, u64)>,
     /// The file's stem: a line without a job id is the shard's of its default id.
     pub(super) stem: &'a str,
@@ -27,7 +27,7 @@ impl Sieve<'_> {
     /// Appends `line` (numbered `n`, its newline included when it has one) to `bytes`, or
     /// only its newline when it is another shard's ([`Owner::owns_line`]: by its job id,
     /// else by its default id `stem-n`, as the workers would give it). `Err`: the message of
-    /// a job id another file of the directory has ([`JobIds`]); the line is left out.
+    /// a job id met before ([`JobIds`]); the line is left out.
     pub(super) fn keep(&mut self, line: &[u8], n: usize, bytes: &mut Vec<u8>) -> Result<(), String> {
         if let Some(h) = &mut self.digest {
             add_to_digest(h, line);
@@ -39,7 +39,7 @@ impl Sieve<'_> {
         if ours {
             if let Some((ids, ordinal)) = &mut self.ids {
                 if let Some(id) = crate::replay::shard::line_job_id(line.trim_ascii()) {
-                    if let Some(message) = ids.elsewhere(&id, *ordinal) {
+                    if let Some(message) = ids.again(&id, *ordinal, n) {
                         if line.last() == Some(&b'\n') {
                             bytes.push(b'\n');
                         }

@@ -19,7 +19,7 @@ use super::documents::decode_text;
 use super::entry::BOM;
 use super::files::Files;
 use super::line_reader::{Input, Lines};
-use super::lines::cut_at_limit;
+use super::lines::{cut_at_limit, LINE_MAX};
 use super::sift::Mine;
 
 /// Whether `--history PATH` is a stream, read once ([`Files`]), its format told by its
@@ -49,6 +49,9 @@ impl Files {
 
     fn start_stream(&mut self, input: Box<dyn Read + Send>, file: Arc<str>, stem: Arc<str>) {
         self.ordinal += 1;
+        if let Some(ids) = &mut self.ids {
+            ids.files.push(file.clone());
+        }
         let mut reader: Input = Box::new(BufReader::with_capacity(1 << 16, input));
         let mut first = Vec::new();
         // Skip blank lines to find the first line with content; kept (up to the size limit)
@@ -57,7 +60,7 @@ impl Files {
         let mut blank = Vec::new();
         loop {
             first.clear();
-            let read = (&mut reader).take(MAX_FILE_BYTES + 1).read_until(b'\n', &mut first);
+            let read = (&mut reader).take(LINE_MAX + 1).read_until(b'\n', &mut first);
             if skipped == 0 {
                 self.compressed = compression(&first);
                 if self.compressed.is_some() {

@@ -3,13 +3,12 @@
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 
-use crate::input::MAX_FILE_BYTES;
 use crate::model::scheduler::SchedulerConfig;
 use crate::replay::shard::Shard;
 
 use super::documents::{doc_start, markers};
 use super::line_reader::{skip_line, Input};
-use super::lines::LONG_LINE;
+use super::lines::{LINE_MAX, LONG_LINE};
 use super::*;
 
 /// What is left of an over-long line, longer than the reader's buffer many times over,
@@ -51,7 +50,7 @@ fn sharded(path: &Path, n: u64) -> Vec<(usize, u64, String)> {
 #[test]
 fn shards_read_each_line_once_even_across_an_over_long_one() {
     let mut f = tempfile::Builder::new().suffix(".jsonl").tempfile().unwrap();
-    let long = "x".repeat(MAX_FILE_BYTES as usize + 10);
+    let long = "x".repeat(LINE_MAX as usize + 10);
     let text = format!("a\n\n{long}\nb\nc");
     std::io::Write::write_all(&mut f, text.as_bytes()).unwrap();
     let b_at = text.find("\nb").unwrap() as u64 + 2;
