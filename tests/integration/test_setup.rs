@@ -44,7 +44,7 @@ fn each_missing_part_is_one_line_on_stderr_naming_the_tests_it_skipped() {
              did NOT run: {PG_TEST}\n\
              !!!!!!!! SKIPPED 1 test: upstream's Python client not found (`$RETRYCTL_TEST_PYTHON`, \
              /nonexistent/python3, cannot import armada_client); install it: \
-             `/nonexistent/python3 -m pip install 'armada-client==0.5.1' 'PyYAML==6.0.2'`; did NOT run: {PYTHON_TEST}\n"
+             `/nonexistent/python3 -m pip install 'armada-client==0.5.1' 'PyYAML==6.0.2' 'jsonschema==4.23.0'`; did NOT run: {PYTHON_TEST}\n"
         )
     );
 }
