@@ -229,9 +229,15 @@ impl Container {
     }
 }
 
+/// The pool of a run whose history names none (`pool` left out).
+pub const DEFAULT_POOL: &str = "default";
+
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Run {
     pub node: Option<String>,
+    /// `pool`: the pool the run was scheduled in (Lookout's `job_run.pool`); `None`: the
+    /// history does not say, read as [`DEFAULT_POOL`] (docs/contention.md).
+    pub pool: Option<String>,
     pub queued_for: GoDuration,
     pub started_at: Option<StartedAt>,
     pub run_for: GoDuration,
@@ -470,6 +476,9 @@ fn decode_run(dec: &mut Decoder, node: &Node, path: &str) -> Run {
     };
     if let Some(v) = f.get("node") {
         run.node = dec.string(v, &f.path_of("node"));
+    }
+    if let Some(v) = f.get("pool") {
+        run.pool = dec.string(v, &f.path_of("pool"));
     }
     if let Some(v) = f.get("queuedFor") {
         run.queued_for = dec.duration(v, &f.path_of("queuedFor")).unwrap_or_default();
@@ -734,6 +743,9 @@ pub fn failure_history_json(h: &FailureHistory) -> serde_json::Value {
             let mut m = Map::new();
             if let Some(n) = &r.node {
                 m.insert("node".into(), json!(n));
+            }
+            if let Some(p) = &r.pool {
+                m.insert("pool".into(), json!(p));
             }
             match r.started_at {
                 Some(StartedAt::Offset(d)) => {
