@@ -19,6 +19,7 @@ use std::fs::File;
 use std::io::{self, BufWriter, Read, Seek, SeekFrom, Write};
 
 use super::events::Event;
+use crate::replay::spool::anonymous_file;
 
 /// Events gathered, spilled when the chunk is full, handed back sorted by time.
 pub struct Spill {
@@ -85,15 +86,7 @@ impl Spill {
         let file = match &mut self.file {
             Some(f) => f,
             None => {
-                let f = tempfile::tempfile().map_err(|e| {
-                    io::Error::new(
-                        e.kind(),
-                        format!(
-                            "cannot create a temporary file for the contention events in `{}` (set TMPDIR to a writable directory): {e}",
-                            std::env::temp_dir().display()
-                        ),
-                    )
-                })?;
+                let f = anonymous_file("the contention events")?;
                 self.file.insert(BufWriter::with_capacity(256 * 1024, f))
             }
         };
