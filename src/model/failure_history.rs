@@ -955,6 +955,28 @@ mod tests {
         );
     }
 
+    /// A run's `pool` decodes, round-trips through the JSON `history` writes, and is absent
+    /// (the pool `default`) when left out.
+    #[test]
+    fn a_runs_pool_decodes_and_round_trips() {
+        let text =
+            "apiVersion: armadaproject.io/v1\nkind: FailureHistory\nruns:\n  - {pool: gpu-a100, runFor: 1m}\n  - {}\n";
+        let (h, errors) = decode(text);
+        assert_eq!(errors, Vec::<String>::new());
+        let h = h.unwrap();
+        assert_eq!(h.runs[0].pool.as_deref(), Some("gpu-a100"));
+        assert_eq!(h.runs[1].pool, None);
+        let json = failure_history_json(&h);
+        assert_eq!(json["runs"].to_string(), r#"[{"pool":"gpu-a100","runFor":"1m"},{}]"#);
+        let (back, _) = decode(&json.to_string());
+        assert_eq!(back.unwrap(), h);
+        let (_, errors) = decode("apiVersion: armadaproject.io/v1\nkind: FailureHistory\nruns:\n  - {pools: a}\n");
+        assert_eq!(
+            errors,
+            ["4:6 runs[0].pools: unknown field `pools`, did you mean `pool`?"]
+        );
+    }
+
     #[test]
     fn timestamps_round_trip() {
         for (input, out) in [

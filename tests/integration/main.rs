@@ -16,6 +16,7 @@ mod completion;
 mod compressed_history;
 mod concurrency;
 mod config;
+mod contention;
 mod crud;
 mod declarative;
 mod docs;
