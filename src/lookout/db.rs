@@ -1379,7 +1379,7 @@ mod tests {
         ));
         assert_eq!(
             parse_row(&3i16.to_be_bytes(), &mut fields).err().unwrap(),
-            "a row of 3 fields where the statement reads 20"
+            "a row of 3 fields where the statement reads 21"
         );
         assert!(parse_header(b"PGCOPY\n\xff\r\n\x01xxxxxxxx").is_err());
     }

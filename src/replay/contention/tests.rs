@@ -69,6 +69,15 @@ fn hours_of(sum: u128) -> f64 {
     crate::replay::device_time::hours(sum)
 }
 
+/// A run of `pool` from `from` to `to` (after no failure).
+fn span(pool: &str, from: i64, to: i64) -> RunSpan {
+    RunSpan {
+        span: Some((from, to)),
+        pool: pool.into(),
+        after_failed: None,
+    }
+}
+
 /// The case: a 4-GPU retry 10:00–11:00 while a 2-GPU job waits 10:30–12:00, written
 /// with `queuedFor` (`by_queued_for`) or `startedAt`, the waiting job in pool `other_pool`.
 fn the_case(by_queued_for: bool, other_pool: Option<&str>) -> Vec<FailureHistory> {
@@ -232,29 +241,13 @@ fn a_jobs_own_wait_is_not_another_jobs() {
         cpu: 0,
         submitted: Some(at(9, 0)),
         runs: vec![
-            RunSpan {
-                span: Some((at(9, 0), at(9, 30))),
-                pool: DEFAULT_POOL.into(),
-                after_failed: None,
-            },
+            span(DEFAULT_POOL, at(9, 0), at(9, 30)),
             // A retry running 9:30–12:00.
-            RunSpan {
-                span: Some((at(9, 30), at(12, 0))),
-                pool: DEFAULT_POOL.into(),
-                after_failed: None,
-            },
+            span(DEFAULT_POOL, at(9, 30), at(12, 0)),
             // A run that started 10:00 and ended 10:30 …
-            RunSpan {
-                span: Some((at(10, 0), at(10, 30))),
-                pool: DEFAULT_POOL.into(),
-                after_failed: None,
-            },
+            span(DEFAULT_POOL, at(10, 0), at(10, 30)),
             // … then the job waits 10:30–11:00 while its retry of 9:30 still runs.
-            RunSpan {
-                span: Some((at(11, 0), at(11, 10))),
-                pool: DEFAULT_POOL.into(),
-                after_failed: None,
-            },
+            span(DEFAULT_POOL, at(11, 0), at(11, 10)),
         ],
         beyond: 0,
     };
@@ -270,11 +263,7 @@ fn a_jobs_own_wait_is_not_another_jobs() {
         gpu: 1000,
         cpu: 0,
         submitted: Some(at(10, 30)),
-        runs: vec![RunSpan {
-            span: Some((at(11, 0), at(11, 5))),
-            pool: DEFAULT_POOL.into(),
-            after_failed: None,
-        }],
+        runs: vec![span(DEFAULT_POOL, at(11, 0), at(11, 5))],
         beyond: 0,
     };
     let t = tally([&own, &other], &Windows::default());
@@ -289,18 +278,7 @@ fn the_splits_add_back_to_the_overlap_exactly() {
         gpu,
         cpu: 0,
         submitted: Some(0),
-        runs: vec![
-            RunSpan {
-                span: Some((0, 1)),
-                pool: "p".into(),
-                after_failed: None,
-            },
-            RunSpan {
-                span: Some((1, 8)),
-                pool: "p".into(),
-                after_failed: None,
-            },
-        ],
+        runs: vec![span("p", 0, 1), span("p", 1, 8)],
         beyond: 0,
     };
     let wait = |queue: &str, gpu: u64| JobRuns {
@@ -308,11 +286,7 @@ fn the_splits_add_back_to_the_overlap_exactly() {
         gpu,
         cpu: 0,
         submitted: Some(1),
-        runs: vec![RunSpan {
-            span: Some((8, 9)),
-            pool: "p".into(),
-            after_failed: None,
-        }],
+        runs: vec![span("p", 8, 9)],
         beyond: 0,
     };
     let jobs = [
