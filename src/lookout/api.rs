@@ -82,6 +82,8 @@ struct ApiRun {
     failure_category: Option<String>,
     #[serde(default)]
     failure_subcategory: Option<String>,
+    #[serde(default)]
+    pool: Option<String>,
 }
 
 pub struct Api {
@@ -618,6 +620,7 @@ impl ApiJobs<'_> {
                 subcategory: r.failure_subcategory,
                 // The REST source does not ask `jobRunDebugMessage` per run (yet): no events.
                 debug: None,
+                pool: r.pool,
             });
         }
         self.pending.push_back(Item::Job(LookoutJob {

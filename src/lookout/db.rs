@@ -73,7 +73,7 @@ const RUN_BYTES: usize = 256;
 pub(super) const COLUMNS: &str = "j.job_id, j.memory, j.submitted, left(j.annotations::text, 1048577), \
      r.run_id, r.node, r.job_run_state, r.leased, r.pending, r.started, r.finished, r.exit_code, \
      substring(r.error FROM 1 FOR 131073), r.failure_category, r.failure_subcategory, j.cpu, j.gpu, \
-     substring(r.debug FROM 1 FOR 131073), j.queue, j.state";
+     substring(r.debug FROM 1 FOR 131073), j.queue, j.state, r.pool";
 
 const JOB_ID: usize = 0;
 const MEMORY: usize = 1;
@@ -95,7 +95,8 @@ const GPU: usize = 16;
 const DEBUG: usize = 17;
 const QUEUE: usize = 18;
 const JOB_STATE: usize = 19;
-const FIELDS: usize = 20;
+const POOL: usize = 20;
+const FIELDS: usize = 21;
 
 /// The names of the columns, for messages.
 const NAMES: [&str; FIELDS] = [
@@ -119,6 +120,7 @@ const NAMES: [&str; FIELDS] = [
     "debug",
     "queue",
     "state",
+    "pool",
 ];
 
 /// A connection to Lookout's database.
@@ -1070,6 +1072,7 @@ fn decode_run(row: &Row, inflater: &mut Inflater) -> Result<RunRow, Why> {
         category: opt_text(row.get(CATEGORY)).map_err(at(CATEGORY))?,
         subcategory: opt_text(row.get(SUBCATEGORY)).map_err(at(SUBCATEGORY))?,
         debug,
+        pool: opt_text(row.get(POOL)).map_err(at(POOL))?,
     })
 }
 
@@ -1391,7 +1394,7 @@ mod tests {
         ));
         assert_eq!(
             parse_row(&3i16.to_be_bytes(), &mut fields).err().unwrap(),
-            "a row of 3 fields where the statement reads 20"
+            "a row of 3 fields where the statement reads 21"
         );
         assert!(parse_header(b"PGCOPY\n\xff\r\n\x01xxxxxxxx").is_err());
     }

@@ -51,12 +51,18 @@
 //! Every decision that docs/lookout.md does not fix is counted in [`Notes`] and said on stderr.
 //!
 //! Times: runs are ordered by `leased` (then `pending`, `started`, `run_id` when Lookout has
-//! no lease time). A run "starts" at `started`, else `leased`, else `pending`.
-//! `queuedFor` = start − the previous run's `finished` (run 0: − `submitted`); `runFor` =
-//! `finished` − start. Lookout's times can be out of order (clock skew between executor and
-//! scheduler): a negative difference becomes `0s` and is counted, never a panic; a missing
-//! time gives `0s` and is counted too. A run left out (TERMINATED, unknown state) keeps no
-//! time of its own: the next run's `queuedFor` spans it, so the timeline is not shortened.
+//! no lease time). A run "starts" at `started`, else `leased`, else `pending`, and is written
+//! so that its start and end come back exactly as the history format places a run
+//! (`submittedAt` plus the `queuedFor` and `runFor` of the runs before plus its own
+//! `queuedFor`): `queuedFor` = start − that sum, which is start − the previous run's
+//! `finished` (run 0: − `submitted`); `runFor` = `finished` − start. A run Lookout starts
+//! before that sum (before the run before it finished: clock skew between executor and
+//! scheduler, or overlapping runs) is written with `startedAt`, its start, and counted. A run
+//! that finished before it started gets `runFor: 0s`, counted; a missing time gives `0s`,
+//! counted too; never a panic. A run left out (TERMINATED, unknown state) keeps no time of
+//! its own: the next run's `queuedFor` spans it, so the timeline is not shortened. `pool` is
+//! `job_run.pool`, left out when NULL or `default` (which is what a history without it reads
+//! as).
 //!
 //! A failed run with no `exit_code` gets no container (no exit code is invented); if it had
 //! error text, that text is counted as not attached. Lookout keeps only the first non-zero
@@ -73,7 +79,9 @@ use super::executor_text::{self, Hints};
 use super::{composed, debug_doc};
 use crate::model::categorizer::CATEGORY_INTERNAL;
 use crate::model::duration::GoDuration;
-use crate::model::failure_history::{Container, ExecutorPath, FailureHistory, Job, Outcome, Resources, Run, Timestamp};
+use crate::model::failure_history::{
+    Container, ExecutorPath, FailureHistory, Job, Outcome, Resources, Run, StartedAt, Timestamp, DEFAULT_POOL,
+};
 use crate::model::policy::Condition;
 use crate::replay::source::Notes;
 
@@ -208,6 +216,8 @@ pub struct RunRow {
     /// `job_run.debug`, already inflated (cut at [`ERROR_TEXT_MAX`] like `error`): the
     /// executor's debug document, or whatever else an older executor wrote there.
     pub debug: Option<String>,
+    /// `job_run.pool`: the pool it was scheduled in.
+    pub pool: Option<String>,
 }
 
 /// A job as a source reads it: the job row and the runs it could read (any order).
@@ -381,6 +391,9 @@ pub fn map_job(src: LookoutJob, hints: Option<&Hints>) -> Result<Mapped, RowErro
     let mut notes = Notes::default();
     let mut runs = Vec::with_capacity(order.len());
     let mut prev_end = job.submitted_at;
+    // The submission plus the `queuedFor` and `runFor` of the runs written: where a run
+    // written with `queuedFor` starts.
+    let mut chain: Option<i128> = job.submitted_at.map(|t| i128::from(t.0));
     let total = order.len();
     // Every run is written: a run left out leaves the record's end unsaid (the runs the
     // replay sees are not all the job had, so its end is no evidence against them).
@@ -452,10 +465,25 @@ pub fn map_job(src: LookoutJob, hints: Option<&Hints>) -> Result<Mapped, RowErro
             }
             run.events = d.events;
         }
+        // `default` is what a history without `pool` reads as: written only when another.
+        run.pool = r.pool.take().filter(|p| !p.is_empty() && p != DEFAULT_POOL);
         let start = r.started.or(r.leased).or(r.pending);
-        run.queued_for = span(prev_end, start, &mut notes);
+        match (chain, start) {
+            // Placed by the times before it (docs/contention.md "Times"): its start comes
+            // back as Lookout's.
+            (Some(at), Some(s)) if i128::from(s.0) >= at => {
+                run.queued_for = GoDuration(u64::try_from(i128::from(s.0) - at).unwrap_or(u64::MAX));
+            }
+            // Before the chain: no `queuedFor` says it, its start does.
+            (Some(_), Some(s)) => {
+                run.started_at = Some(StartedAt::Absolute(s));
+                notes.started_early += 1;
+            }
+            _ => run.queued_for = span(prev_end, start, &mut notes),
+        }
         run.run_for = span(start, r.finished, &mut notes);
         prev_end = r.finished.or(start).or(prev_end);
+        chain = chain.map(|at| at + i128::from(run.queued_for.0) + i128::from(run.run_for.0));
         runs.push(run);
         notes.runs += 1;
     }

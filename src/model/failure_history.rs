@@ -235,9 +235,15 @@ impl Container {
     }
 }
 
+/// The pool of a run whose history names none (`pool` left out).
+pub const DEFAULT_POOL: &str = "default";
+
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Run {
     pub node: Option<String>,
+    /// `pool`: the pool the run was scheduled in (Lookout's `job_run.pool`); `None`: the
+    /// history does not say, read as [`DEFAULT_POOL`] (docs/contention.md).
+    pub pool: Option<String>,
     pub queued_for: GoDuration,
     pub started_at: Option<StartedAt>,
     pub run_for: GoDuration,
@@ -476,6 +482,9 @@ fn decode_run(dec: &mut Decoder, node: &Node, path: &str) -> Run {
     };
     if let Some(v) = f.get("node") {
         run.node = dec.string(v, &f.path_of("node"));
+    }
+    if let Some(v) = f.get("pool") {
+        run.pool = dec.string(v, &f.path_of("pool"));
     }
     if let Some(v) = f.get("queuedFor") {
         run.queued_for = dec.duration(v, &f.path_of("queuedFor")).unwrap_or_default();
@@ -741,6 +750,9 @@ pub fn failure_history_json(h: &FailureHistory) -> serde_json::Value {
             if let Some(n) = &r.node {
                 m.insert("node".into(), json!(n));
             }
+            if let Some(p) = &r.pool {
+                m.insert("pool".into(), json!(p));
+            }
             match r.started_at {
                 Some(StartedAt::Offset(d)) => {
                     m.insert("startedAt".into(), json!(d.to_string()));
@@ -946,6 +958,28 @@ mod tests {
         assert_eq!(
             errors,
             ["3:14 job.state: unknown value `Pending`, expected one of `succeeded`, `failed`, `cancelled`"]
+        );
+    }
+
+    /// A run's `pool` decodes, round-trips through the JSON `history` writes, and is absent
+    /// (the pool `default`) when left out.
+    #[test]
+    fn a_runs_pool_decodes_and_round_trips() {
+        let text =
+            "apiVersion: armadaproject.io/v1\nkind: FailureHistory\nruns:\n  - {pool: gpu-a100, runFor: 1m}\n  - {}\n";
+        let (h, errors) = decode(text);
+        assert_eq!(errors, Vec::<String>::new());
+        let h = h.unwrap();
+        assert_eq!(h.runs[0].pool.as_deref(), Some("gpu-a100"));
+        assert_eq!(h.runs[1].pool, None);
+        let json = failure_history_json(&h);
+        assert_eq!(json["runs"].to_string(), r#"[{"pool":"gpu-a100","runFor":"1m"},{}]"#);
+        let (back, _) = decode(&json.to_string());
+        assert_eq!(back.unwrap(), h);
+        let (_, errors) = decode("apiVersion: armadaproject.io/v1\nkind: FailureHistory\nruns:\n  - {pools: a}\n");
+        assert_eq!(
+            errors,
+            ["4:6 runs[0].pools: unknown field `pools`, did you mean `pool`?"]
         );
     }
 

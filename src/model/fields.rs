@@ -514,6 +514,11 @@ pub const JOB_EXPECT: &[Field] = &[
 pub const HISTORY_RUN: &[Field] = &[
     f("node", Ty::Str, "The node the run was on."),
     f(
+        "pool",
+        Ty::Str,
+        "The pool it was scheduled in (Lookout's `job_run.pool`). Default `default`.",
+    ),
+    f(
         "queuedFor",
         Ty::Duration,
         "How long it waited for capacity after becoming eligible. Default `0s`.",

@@ -58,7 +58,7 @@ pub fn write_summary(err: &mut dyn Write, queue: Option<&str>, t: &ExportTotals)
             jobs_and_runs(t.jobs_left_out, t.runs_left_out)
         )?;
     }
-    let lines: [(u64, &str); 18] = [
+    let lines: [(u64, &str); 19] = [
         (t.empty_jobs, "jobs not exported: no finished run to replay"),
         (
             n.in_flight_jobs,
@@ -101,6 +101,10 @@ pub fn write_summary(err: &mut dyn Write, queue: Option<&str>, t: &ExportTotals)
             "durations set to 0s: Lookout's times are out of order",
         ),
         (n.missing_times, "durations set to 0s: a time is missing"),
+        (
+            n.started_early,
+            "runs written with their startedAt: they started before the run before them finished (or the job was submitted)",
+        ),
         (
             n.debug_not_document,
             "debug texts that are not the executor's debug document (no events)",

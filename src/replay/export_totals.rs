@@ -32,7 +32,7 @@ pub struct Notes {
     /// Runs left out after a MAX_RUNS_EXCEEDED run.
     pub after_max_runs: u64,
     pub unknown_state: u64,
-    /// Negative durations clamped to 0s.
+    /// Runs that finished before they started: `runFor` clamped to 0s.
     pub out_of_order_times: u64,
     /// Durations set to 0s because a time was missing.
     pub missing_times: u64,
@@ -47,6 +47,10 @@ pub struct Notes {
     /// check's (a failed submission's reads alike): kept as `podError`, no `executorPath`.
     #[serde(default)]
     pub lease_return_unplaced: u64,
+    /// Runs written with their start (`startedAt`): Lookout starts them before the run before
+    /// them finished (or before the job's submission), which no `queuedFor` can say.
+    #[serde(default)]
+    pub started_early: u64,
 }
 
 impl Notes {
@@ -69,6 +73,7 @@ impl Notes {
         self.debug_not_document += o.debug_not_document;
         self.hint_kept += o.hint_kept;
         self.lease_return_unplaced += o.lease_return_unplaced;
+        self.started_early += o.started_early;
     }
 }
 

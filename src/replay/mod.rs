@@ -24,6 +24,7 @@
 pub mod backtest;
 pub mod categorize;
 pub mod compare;
+pub mod contention;
 pub mod device_time;
 #[cfg(test)]
 pub mod drawn;

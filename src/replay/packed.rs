@@ -247,6 +247,7 @@ impl Writer<'_> {
     fn run(&mut self, run: &Run) {
         let Run {
             node,
+            pool,
             queued_for,
             started_at,
             run_for,
@@ -263,6 +264,7 @@ impl Writer<'_> {
             expect,
         } = run;
         self.opt_str(node.as_deref());
+        self.opt_str(pool.as_deref());
         self.uint(queued_for.0);
         match started_at {
             None => self.tag(0),
@@ -461,6 +463,7 @@ impl<'a> Reader<'a> {
 
     fn run_into(&mut self, run: &mut Run) -> Result<(), Damaged> {
         self.opt_str_into(&mut run.node)?;
+        self.opt_str_into(&mut run.pool)?;
         run.queued_for = GoDuration(self.uint()?);
         run.started_at = match self.byte()? {
             0 => None,
@@ -543,6 +546,7 @@ mod tests {
     fn full() -> FailureHistory {
         let run = Run {
             node: Some("node-1".into()),
+            pool: Some("gpu-a100".into()),
             queued_for: GoDuration(7),
             started_at: Some(StartedAt::Absolute(Timestamp(-5))),
             run_for: GoDuration(u64::MAX),

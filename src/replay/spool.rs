@@ -3,7 +3,8 @@
 //! the last job.
 //!
 //! Owns: the file (created on the first job held back, in `$TMPDIR`, gone when dropped:
-//! it is unlinked as soon as it is made) and its encoding: compact numbers and strings, not
+//! it is unlinked as soon as it is made; [`anonymous_file`] makes it, and the contention
+//! sweep's sort its own) and its encoding: compact numbers and strings, not
 //! rendered output, so that the sink renders each job once. Memory stays flat whatever the
 //! number of jobs held back. Must not: render or count.
 
@@ -46,12 +47,7 @@ impl Spool {
         let file = match &mut self.file {
             Some(f) => f,
             None => {
-                let f = tempfile::tempfile().map_err(|e| {
-                    io::Error::new(
-                        e.kind(),
-                        format!("cannot create a temporary file for the changed jobs in `{}` (set TMPDIR to a writable directory): {e}", std::env::temp_dir().display()),
-                    )
-                })?;
+                let f = anonymous_file("the changed jobs")?;
                 self.file.insert(BufWriter::with_capacity(256 * 1024, f))
             }
         };
@@ -83,6 +79,21 @@ impl Spool {
         }
         Ok(())
     }
+}
+
+/// An anonymous temporary file in `$TMPDIR` (unlinked as soon as it is made: nothing is left
+/// of it whatever ends the process) holding `what`, or the error that says where and what to
+/// set.
+pub fn anonymous_file(what: &str) -> io::Result<File> {
+    tempfile::tempfile().map_err(|e| {
+        io::Error::new(
+            e.kind(),
+            format!(
+                "cannot create a temporary file for {what} in `{}` (set TMPDIR to a writable directory): {e}",
+                std::env::temp_dir().display()
+            ),
+        )
+    })
 }
 
 fn put_u64(b: &mut Vec<u8>, n: u64) {

@@ -18,6 +18,7 @@ mod completion;
 mod compressed_history;
 mod concurrency;
 mod config;
+mod contention;
 mod crud;
 mod database_words;
 mod declarative;

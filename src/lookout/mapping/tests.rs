@@ -268,14 +268,17 @@ fn job_fields_and_runs_in_leased_order() {
 }
 
 #[test]
-fn out_of_order_and_missing_times_become_zero_and_are_counted() {
+fn out_of_order_and_missing_times_are_written_as_the_record_places_them_and_counted() {
     let mut r = run("a", 1, state::FAILED);
     // Finished before started, and started before submission.
     r.started = t("2025-12-31T23:00:00Z");
     r.finished = t("2025-12-31T22:00:00Z");
     let m = map_job(job(vec![r]), None).unwrap();
-    assert_eq!(runs_json(&m), r#"[{"node":"node-a","executorPath":"failedPod"}]"#);
-    assert_eq!(m.notes.out_of_order_times, 2);
+    assert_eq!(
+        runs_json(&m),
+        r#"[{"node":"node-a","startedAt":"2025-12-31T23:00:00Z","executorPath":"failedPod"}]"#
+    );
+    assert_eq!((m.notes.out_of_order_times, m.notes.started_early), (1, 1));
 
     let mut r = run("a", 1, state::FAILED);
     r.finished = None;
@@ -677,4 +680,36 @@ fn each_executor_path_is_read_from_the_state_and_the_text() {
         assert_eq!(runs_json(&m), want, "{what}");
         assert_eq!(m.notes, notes, "{what}");
     }
+}
+
+/// Each run's start and end come back exactly as Lookout has them, read as the history
+/// format places a run (`replay::contention::run_spans`), also when a run starts before the
+/// one before it finished; each run's `pool` is written, a NULL one left out.
+#[test]
+fn times_come_back_exactly_and_each_runs_pool_is_written() {
+    let mut a = run("a", 1, state::FAILED);
+    a.pool = Some("gpu-a100".into());
+    // Leased, pending and started before `a` finished (00:02:10).
+    let mut b = run("b", 1, state::FAILED);
+    b.leased = t("2026-01-01T00:01:30Z");
+    b.pending = t("2026-01-01T00:01:35Z");
+    b.started = t("2026-01-01T00:01:40Z");
+    b.finished = t("2026-01-01T00:03:10Z");
+    b.pool = Some(String::new());
+    let c = run("c", 5, state::SUCCEEDED);
+    let rows = vec![a, b, c];
+    let m = map_job(job(rows.clone()), None).unwrap();
+    assert_eq!(
+        runs_json(&m),
+        r#"[{"node":"node-a","pool":"gpu-a100","queuedFor":"1m10s","runFor":"1m","executorPath":"failedPod"},{"node":"node-b","startedAt":"2026-01-01T00:01:40Z","runFor":"1m30s","executorPath":"failedPod"},{"node":"node-c","queuedFor":"1m30s","runFor":"1m","outcome":"succeeded"}]"#
+    );
+    assert_eq!((m.notes.started_early, m.notes.out_of_order_times), (1, 0));
+    let h = m.history.unwrap();
+    let mut spans = Vec::new();
+    crate::replay::contention::run_spans(&h, &mut spans);
+    let lookout: Vec<Option<(i64, i64)>> = rows
+        .iter()
+        .map(|r| Some((r.started.unwrap().0, r.finished.unwrap().0)))
+        .collect();
+    assert_eq!(spans, lookout);
 }

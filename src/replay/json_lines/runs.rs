@@ -73,6 +73,7 @@ enum RunField {
     PodError,
     Events,
     ExecutorPath,
+    Pool,
 }
 
 const RUN_NAMES: &[&str] = &[
@@ -91,6 +92,7 @@ const RUN_NAMES: &[&str] = &[
     "podError",
     "events",
     "executorPath",
+    "pool",
 ];
 
 /// One run, decoded into `.0` (every field reset first; strings keep their buffers).
@@ -123,6 +125,9 @@ impl<'de> DeserializeSeed<'de> for RunSeed<'_> {
         let absent = |f: RunField| seen & (1 << f as u32) == 0;
         if absent(RunField::Node) {
             strings.set(&mut run.node, None);
+        }
+        if absent(RunField::Pool) {
+            strings.set(&mut run.pool, None);
         }
         if absent(RunField::Category) {
             strings.set(&mut run.category, None);
@@ -189,6 +194,7 @@ impl<'de> RunVisitor<'_> {
         let run = &mut *self.run;
         match f {
             RunField::Node => self.strings.set(&mut run.node, Option::<Str<'de>>::deserialize(d)?),
+            RunField::Pool => self.strings.set(&mut run.pool, Option::<Str<'de>>::deserialize(d)?),
             RunField::QueuedFor => {
                 let v = Option::<Str<'de>>::deserialize(d)?;
                 self.queued_for_given = v.is_some();

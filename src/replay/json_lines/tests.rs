@@ -22,11 +22,21 @@ fn the_fast_path_agrees_with_the_strict_decoder() {
         r#"{"job":{"id":"b","state":"succeeded"},"runs":[{"outcome":"succeeded"}]}"#,
         r#"{"job":{"id":"c","state":"cancelled"},"runs":[{"outcome":"cancelled"}]}"#,
         r#"{"job":{"id":"d","state":null},"runs":[{}]}"#,
+        // Each run's pool, as `retryctl history` writes it (left out: `default`).
+        r#"{"runs":[{"pool":"gpu-a100"},{"pool":null},{}]}"#,
     ];
     for line in lines {
         let fast = decode_fast(line.as_bytes()).unwrap_or_else(|| panic!("fast path gave up on {line}"));
         assert_eq!(Ok(fast), decode_line_strict(line.as_bytes(), 1), "{line}");
     }
+    let pools = decode_fast(lines[lines.len() - 1].as_bytes()).unwrap();
+    let pools: Vec<Option<&str>> = pools.runs.iter().map(|r| r.pool.as_deref()).collect();
+    assert_eq!(pools, [Some("gpu-a100"), None, None]);
+    // A worker's scratch reused: a run without `pool` has none, whatever the line before.
+    let mut scratch = Scratch::default();
+    assert!(scratch.decode_fast(br#"{"runs":[{"pool":"a"}]}"#));
+    assert!(scratch.decode_fast(br#"{"runs":[{}]}"#));
+    assert_eq!(scratch.history.runs[0].pool, None);
     // The fast path gives up; the strict decoder answers (accepting, or with the error).
     let strict = [
         (r#"{"runs":[{"node":5}]}"#, Ok(())),

@@ -7,6 +7,7 @@
 //! - the job: `cpu` in millicores and `gpu` in devices from `resources`, `memory` in bytes,
 //!   `submitted`, `annotations`; its `state` the document's `job.state` (`failed` after a
 //!   preempted run is PREEMPTED), else the last run's;
+//! - a run's pool: its `pool`, else `default` (the ingester always writes one);
 //! - a run's times: it starts `queuedFor` after the previous run finished (the first, after
 //!   `submitted`) and finishes `runFor` later; `leased` and `pending` are a few seconds
 //!   before the start (never before the previous run's end), so the runs sort as written;
@@ -193,6 +194,7 @@ fn insert_job(tx: &mut postgres::Transaction, doc: &Value, next_run: &mut u64, h
         let at = |what: &str| format!("job `{id}` run {k}: {what}");
         let known = [
             "node",
+            "pool",
             "queuedFor",
             "runFor",
             "conditions",
@@ -218,7 +220,7 @@ fn insert_job(tx: &mut postgres::Transaction, doc: &Value, next_run: &mut u64, h
             .map(|e| with_hint(e, row.category.as_deref(), row.subcategory.as_deref(), hints));
         tx.execute(
             "INSERT INTO job_run (run_id, job_id, cluster, node, leased, pending, started, finished, job_run_state, error, exit_code, pool, failure_category, failure_subcategory, debug) \
-             VALUES ($1, $2, 'ml-gpu-a', $3, $4::text::timestamp, $5::text::timestamp, $6::text::timestamp, $7::text::timestamp, $8, $9, $10, 'gpu', $11, $12, $13)",
+             VALUES ($1, $2, 'ml-gpu-a', $3, $4::text::timestamp, $5::text::timestamp, $6::text::timestamp, $7::text::timestamp, $8, $9, $10, $14, $11, $12, $13)",
             &[
                 &run_id,
                 &id,
@@ -233,6 +235,7 @@ fn insert_job(tx: &mut postgres::Transaction, doc: &Value, next_run: &mut u64, h
                 &row.category,
                 &row.subcategory,
                 &row.debug.as_deref().map(zlib),
+                &run["pool"].as_str().unwrap_or("default"),
             ],
         )
         .unwrap();

@@ -1,0 +1,667 @@
+use super::*;
+use crate::model::duration::GoDuration;
+use crate::model::failure_history::{FailureHistory, Job, Outcome, Resources, Run, StartedAt, Timestamp};
+use crate::replay::incidents::{Window, Windows};
+
+const HOUR: i64 = 3_600_000_000_000;
+const MINUTE: i64 = 60_000_000_000;
+/// 2026-01-01T00:00:00Z.
+const DAY: i64 = 1_767_225_600_000_000_000;
+
+fn at(hours: i64, minutes: i64) -> i64 {
+    DAY + hours * HOUR + minutes * MINUTE
+}
+
+fn minutes(m: i64) -> GoDuration {
+    GoDuration(u64::try_from(m * MINUTE).unwrap())
+}
+
+fn job(queue: &str, gpu: u64, submitted: i64, runs: Vec<Run>) -> FailureHistory {
+    FailureHistory {
+        job: Job {
+            id: queue.to_string(),
+            queue: Some(queue.to_string()),
+            submitted_at: Some(Timestamp(submitted)),
+            resources: Some(Resources {
+                gpu_milli: Some(gpu * 1000),
+                cpu_milli: Some(gpu * 500),
+                memory: None,
+            }),
+            ..Job::default()
+        },
+        runs,
+        expect: None,
+    }
+}
+
+/// A run waiting `queued` minutes, then running `ran`, in `pool`.
+fn run(queued: i64, ran: i64, pool: Option<&str>, outcome: Outcome) -> Run {
+    Run {
+        queued_for: minutes(queued),
+        run_for: minutes(ran),
+        pool: pool.map(str::to_string),
+        outcome,
+        ..Run::default()
+    }
+}
+
+/// A run started at `start`, running `ran` minutes.
+fn started(start: i64, ran: i64, pool: Option<&str>, outcome: Outcome) -> Run {
+    Run {
+        started_at: Some(StartedAt::Absolute(Timestamp(start))),
+        run_for: minutes(ran),
+        pool: pool.map(str::to_string),
+        outcome,
+        ..Run::default()
+    }
+}
+
+fn record(histories: &[FailureHistory], windows: &Windows) -> Tally {
+    let mut ends = Vec::new();
+    let jobs: Vec<JobRuns> = histories
+        .iter()
+        .map(|h| JobRuns::of(h, Started::record(h), &mut ends))
+        .collect();
+    tally(&jobs, windows)
+}
+
+fn hours_of(sum: u128) -> f64 {
+    crate::replay::device_time::hours(sum)
+}
+
+/// A run of `pool` from `from` to `to` (after no failure).
+fn span(pool: &str, from: i64, to: i64) -> RunSpan {
+    RunSpan {
+        span: Some((from, to)),
+        pool: pool.into(),
+        after_failed: None,
+    }
+}
+
+/// The case: a 4-GPU retry 10:00–11:00 while a 2-GPU job waits 10:30–12:00, written
+/// with `queuedFor` (`by_queued_for`) or `startedAt`, the waiting job in pool `other_pool`.
+fn the_case(by_queued_for: bool, other_pool: Option<&str>) -> Vec<FailureHistory> {
+    if by_queued_for {
+        vec![
+            job(
+                "a",
+                4,
+                at(9, 0),
+                vec![run(0, 60, None, Outcome::Failed), run(0, 60, None, Outcome::Succeeded)],
+            ),
+            job("b", 2, at(10, 30), vec![run(90, 60, other_pool, Outcome::Succeeded)]),
+        ]
+    } else {
+        vec![
+            job(
+                "a",
+                4,
+                at(9, 0),
+                vec![
+                    started(at(9, 0), 60, None, Outcome::Failed),
+                    started(at(10, 0), 60, None, Outcome::Succeeded),
+                ],
+            ),
+            job(
+                "b",
+                2,
+                at(10, 30),
+                vec![started(at(12, 0), 60, other_pool, Outcome::Succeeded)],
+            ),
+        ]
+    }
+}
+
+#[test]
+fn a_retry_while_a_job_waits_in_its_pool() {
+    for by_queued_for in [true, false] {
+        let t = record(&the_case(by_queued_for, None), &Windows::default());
+        let side = Side::of(&t);
+        assert_eq!(
+            (
+                side.gpu.retry_hours,
+                side.gpu.queued_hours,
+                side.gpu.while_others_waited_hours,
+                side.gpu.overlap_hours
+            ),
+            (4.0, 3.0, 2.0, 1.0),
+            "by queuedFor: {by_queued_for}"
+        );
+        // Half of each request in CPUs: half of each figure.
+        assert_eq!(
+            (
+                side.cpu.retry_hours,
+                side.cpu.queued_hours,
+                side.cpu.while_others_waited_hours,
+                side.cpu.overlap_hours
+            ),
+            (2.0, 1.5, 1.0, 0.5)
+        );
+        let one = |name: &str, h: f64| [(name.to_string(), h)].into_iter().collect();
+        assert_eq!(side.gpu.overlap_hours_by_waiting_queue, one("b", 1.0));
+        assert_eq!(side.gpu.overlap_hours_by_retrying_queue, one("a", 1.0));
+        assert_eq!(side.gpu.overlap_hours_by_pool, one(DEFAULT_POOL, 1.0));
+        assert_eq!((side.retry_runs, side.untimed_runs, side.not_placed_runs), (1, 0, 0));
+        assert_eq!(side.in_incidents, InIncidents::default());
+    }
+}
+
+#[test]
+fn a_job_waiting_in_another_pool_overlaps_nothing() {
+    for by_queued_for in [true, false] {
+        let side = Side::of(&record(&the_case(by_queued_for, Some("other")), &Windows::default()));
+        assert_eq!(
+            (
+                side.gpu.retry_hours,
+                side.gpu.queued_hours,
+                side.gpu.while_others_waited_hours,
+                side.gpu.overlap_hours
+            ),
+            (4.0, 3.0, 0.0, 0.0)
+        );
+        assert!(side.gpu.overlap_hours_by_pool.is_empty());
+    }
+}
+
+/// A retry after a failed run ending inside an incident window counts in `inIncidents`; one
+/// window that ends before the failure, not.
+#[test]
+fn a_retry_after_a_failure_in_an_incident_window_counts_apart() {
+    let window = |from: i64, to: i64| Windows(vec![Window::given(Timestamp(from), Timestamp(to))]);
+    let side = Side::of(&record(&the_case(true, None), &window(at(9, 50), at(10, 10))));
+    assert_eq!(
+        (side.in_incidents.gpu.retry_hours, side.in_incidents.gpu.overlap_hours),
+        (4.0, 1.0)
+    );
+    assert_eq!(
+        (side.in_incidents.cpu.retry_hours, side.in_incidents.cpu.overlap_hours),
+        (2.0, 0.5)
+    );
+    // The window is half-open: a failure at its end is the next one's.
+    let side = Side::of(&record(&the_case(true, None), &window(at(9, 0), at(10, 0))));
+    assert_eq!(side.in_incidents, InIncidents::default());
+}
+
+/// A side counts the recorded runs it starts and the waits before them; its runs beyond the
+/// record are counted, in no sum.
+#[test]
+fn a_side_counts_the_runs_it_starts() {
+    let histories = the_case(true, None);
+    let mut ends = Vec::new();
+    let stops = JobRuns::of(&histories[0], Started { recorded: 1, beyond: 0 }, &mut ends);
+    let b = JobRuns::of(&histories[1], Started::record(&histories[1]), &mut ends);
+    let side = Side::of(&tally([&stops, &b], &Windows::default()));
+    assert_eq!(
+        (side.gpu.retry_hours, side.gpu.queued_hours, side.gpu.overlap_hours),
+        (0.0, 3.0, 0.0)
+    );
+    assert_eq!(side.retry_runs, 0);
+    let more = JobRuns::of(&histories[0], Started { recorded: 2, beyond: 3 }, &mut ends);
+    let side = Side::of(&tally([&more, &b], &Windows::default()));
+    assert_eq!(
+        (side.gpu.overlap_hours, side.retry_runs, side.not_placed_runs),
+        (1.0, 1, 3)
+    );
+}
+
+/// A run nothing places (no `startedAt`, no `submittedAt`) is counted, in no sum; so is a wait
+/// next to it.
+#[test]
+fn untimed_runs_are_counted_in_no_sum() {
+    let mut histories = the_case(true, None);
+    histories[1].job.submitted_at = None;
+    let side = Side::of(&record(&histories, &Windows::default()));
+    assert_eq!((side.gpu.queued_hours, side.gpu.overlap_hours), (0.0, 0.0));
+    assert_eq!((side.untimed_runs, side.retry_runs), (1, 1));
+    assert_eq!(side.gpu.retry_hours, 4.0);
+}
+
+/// A job's own wait is not another job's: runs of one job that overlap in the record (a
+/// retry still running while the job waits for a later run) count in `queuedHours` and the
+/// overlap, but not in `whileOthersWaitedHours`.
+#[test]
+fn a_jobs_own_wait_is_not_another_jobs() {
+    // Run 1 starts before run 0 ends (no wait), run 2 waits from run 1's end, 10:30, to 11:30.
+    let h = job(
+        "a",
+        1,
+        at(9, 0),
+        vec![
+            started(at(9, 0), 120, None, Outcome::Failed),
+            started(at(10, 0), 30, None, Outcome::Failed),
+            started(at(11, 30), 30, None, Outcome::Succeeded),
+        ],
+    );
+    let t = record(std::slice::from_ref(&h), &Windows::default());
+    assert_eq!((hours_of(t.gpu.queued), hours_of(t.gpu.retry)), (1.0, 1.0));
+    assert_eq!((t.gpu.while_others_waited, t.gpu.overlap), (0, 0));
+    let own = JobRuns {
+        queue: "a".into(),
+        gpu: 1000,
+        cpu: 0,
+        submitted: Some(at(9, 0)),
+        runs: vec![
+            span(DEFAULT_POOL, at(9, 0), at(9, 30)),
+            // A retry running 9:30–12:00.
+            span(DEFAULT_POOL, at(9, 30), at(12, 0)),
+            // A run that started 10:00 and ended 10:30 …
+            span(DEFAULT_POOL, at(10, 0), at(10, 30)),
+            // … then the job waits 10:30–11:00 while its retry of 9:30 still runs.
+            span(DEFAULT_POOL, at(11, 0), at(11, 10)),
+        ],
+        beyond: 0,
+    };
+    let t = tally([&own], &Windows::default());
+    assert_eq!(hours_of(t.gpu.queued), 0.5);
+    // Its retries ran 9:30–12:00, 10:00–10:30 and 11:00–11:10 while it waited 10:30–11:00:
+    // the overlap is min(R, Q) = 1 GPU for half an hour, none of it another job's wait.
+    assert_eq!(hours_of(t.gpu.overlap), 0.5);
+    assert_eq!(t.gpu.while_others_waited, 0);
+    // Another job waiting then too: the retry ran while another job waited.
+    let other = JobRuns {
+        queue: "b".into(),
+        gpu: 1000,
+        cpu: 0,
+        submitted: Some(at(10, 30)),
+        runs: vec![span(DEFAULT_POOL, at(11, 0), at(11, 5))],
+        beyond: 0,
+    };
+    let t = tally([&own, &other], &Windows::default());
+    assert_eq!(hours_of(t.gpu.while_others_waited), 0.5);
+}
+
+/// The splits add back to the overlap exactly, in whole units, when shares do not divide it.
+#[test]
+fn the_splits_add_back_to_the_overlap_exactly() {
+    let retry = |queue: &str, gpu: u64| JobRuns {
+        queue: queue.into(),
+        gpu,
+        cpu: 0,
+        submitted: Some(0),
+        runs: vec![span("p", 0, 1), span("p", 1, 8)],
+        beyond: 0,
+    };
+    let wait = |queue: &str, gpu: u64| JobRuns {
+        queue: queue.into(),
+        gpu,
+        cpu: 0,
+        submitted: Some(1),
+        runs: vec![span("p", 8, 9)],
+        beyond: 0,
+    };
+    let jobs = [
+        retry("r1", 1),
+        retry("r2", 1),
+        retry("r3", 1),
+        wait("w1", 1),
+        wait("w2", 2),
+    ];
+    let t = tally(&jobs, &Windows::default());
+    // min(R = 3, Q = 3) × 7 ns.
+    assert_eq!(t.gpu.overlap, 21);
+    assert_eq!(t.gpu.overlap_by_waiting_queue.iter().sum::<u128>(), 21);
+    assert_eq!(t.gpu.overlap_by_retrying_queue.iter().sum::<u128>(), 21);
+    assert_eq!(t.gpu.overlap_by_pool.iter().sum::<u128>(), 21);
+    // 21 × 1/3 and 21 × 2/3.
+    let by_name = |parts: &[u128]| -> Vec<(String, u128)> {
+        parts
+            .iter()
+            .zip(&t.names.queues)
+            .filter(|(p, _)| **p > 0)
+            .map(|(p, n)| (n.clone(), *p))
+            .collect()
+    };
+    assert_eq!(
+        by_name(&t.gpu.overlap_by_waiting_queue),
+        [("w1".into(), 7), ("w2".into(), 14)]
+    );
+    assert_eq!(
+        by_name(&t.gpu.overlap_by_retrying_queue),
+        [("r1".into(), 7), ("r2".into(), 7), ("r3".into(), 7)]
+    );
+}
+
+/// Past one chunk the events go through the temporary file and come back sorted: the same
+/// numbers as in memory.
+#[test]
+fn a_spilled_sort_gives_the_same_numbers() {
+    let histories = the_case(true, None);
+    let mut ends = Vec::new();
+    let jobs: Vec<JobRuns> = histories
+        .iter()
+        .map(|h| JobRuns::of(h, Started::record(h), &mut ends))
+        .collect();
+    let windows = Windows::default();
+    let mut c = Contention::with_chunk(3);
+    for j in &jobs {
+        c.add(j).unwrap();
+    }
+    assert!(c.spilled());
+    assert_eq!(c.finish(&windows).unwrap(), tally(&jobs, &windows));
+}
+
+#[test]
+fn an_event_reads_back_from_its_bytes() {
+    for e in [
+        Event {
+            t: -5,
+            kind: Kind::OwnEnd,
+            pool: 7,
+            queue: u32::MAX,
+            gpu: u64::MAX,
+            cpu: 0,
+            after_failed: Some(i64::MIN),
+        },
+        Event {
+            t: i64::MAX,
+            kind: Kind::WaitStart,
+            pool: 0,
+            queue: 1,
+            gpu: 1,
+            cpu: 2,
+            after_failed: None,
+        },
+    ] {
+        let mut b = Vec::new();
+        e.encode(&mut b);
+        assert_eq!(b.len(), Event::BYTES);
+        assert_eq!(Event::decode(&b), Some(e));
+    }
+    assert_eq!(Event::decode(&[0; 3]), None);
+    let mut bad = vec![0u8; Event::BYTES];
+    bad[8] = 9;
+    assert_eq!(Event::decode(&bad), None);
+}
+
+/// Generated histories: the invariants, a shift in time, the spilled sort, and a test-side
+/// reading of the definitions (every stretch between two times of the record enumerated).
+mod generated {
+    use std::collections::BTreeMap;
+
+    use proptest::collection::vec;
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::replay::incidents;
+
+    const QUEUES: [&str; 3] = ["q0", "q1", "q2"];
+    const POOLS: [&str; 2] = ["default", "p1"];
+
+    /// How a generated run says its start.
+    #[derive(Debug, Clone)]
+    enum Start {
+        Queued(i64),
+        Offset(i64),
+        Absolute(i64),
+    }
+
+    fn a_run() -> impl Strategy<Value = Run> {
+        (
+            prop_oneof![
+                4 => (0..90i64).prop_map(Start::Queued),
+                1 => (0..600i64).prop_map(Start::Offset),
+                1 => (0..700i64).prop_map(Start::Absolute),
+            ],
+            0..120i64,
+            prop_oneof![Just(None), Just(Some("p1"))],
+            prop_oneof![
+                Just(Outcome::Failed),
+                Just(Outcome::Succeeded),
+                Just(Outcome::LeaseReturned)
+            ],
+        )
+            .prop_map(|(start, ran, pool, outcome)| {
+                let mut r = run(0, ran, pool, outcome);
+                match start {
+                    Start::Queued(m) => r.queued_for = minutes(m),
+                    Start::Offset(m) => r.started_at = Some(StartedAt::Offset(minutes(m))),
+                    Start::Absolute(m) => r.started_at = Some(StartedAt::Absolute(Timestamp(at(0, m)))),
+                }
+                r
+            })
+    }
+
+    fn a_job() -> impl Strategy<Value = FailureHistory> {
+        (
+            0..QUEUES.len(),
+            0..5u64,
+            prop_oneof![Just(0u64), Just(500), Just(2000)],
+            prop_oneof![9 => (0..600i64).prop_map(Some), 1 => Just(None)],
+            vec(a_run(), 1..5),
+        )
+            .prop_map(|(queue, gpu, cpu, submitted, runs)| {
+                let mut h = job(QUEUES[queue], gpu, at(0, 0), runs);
+                h.job.submitted_at = submitted.map(|m| Timestamp(at(0, m)));
+                h.job.resources = Some(Resources {
+                    gpu_milli: Some(gpu * 1000),
+                    cpu_milli: Some(cpu),
+                    memory: None,
+                });
+                h
+            })
+    }
+
+    fn a_window() -> impl Strategy<Value = Windows> {
+        prop_oneof![
+            Just(Windows::default()),
+            (0..700i64, 1..200i64).prop_map(|(from, len)| Windows(vec![Window::given(
+                Timestamp(at(0, from)),
+                Timestamp(at(0, from + len))
+            )])),
+        ]
+    }
+
+    fn shifted(histories: &[FailureHistory], windows: &Windows, by: i64) -> (Vec<FailureHistory>, Windows) {
+        let mut out = histories.to_vec();
+        for h in &mut out {
+            h.job.submitted_at = h.job.submitted_at.map(|t| Timestamp(t.0 + by));
+            for r in &mut h.runs {
+                if let Some(StartedAt::Absolute(t)) = r.started_at {
+                    r.started_at = Some(StartedAt::Absolute(Timestamp(t.0 + by)));
+                }
+            }
+        }
+        let w = Windows(
+            windows
+                .0
+                .iter()
+                .map(|w| Window::given(Timestamp(w.from.0 + by), Timestamp(w.to.0 + by)))
+                .collect(),
+        );
+        (out, w)
+    }
+
+    /// One interval a job waits or a retry runs, as the definitions read.
+    struct Interval {
+        from: i64,
+        to: i64,
+        pool: String,
+        queue: String,
+        job: usize,
+        gpu: u64,
+        cpu: u64,
+        in_incidents: bool,
+    }
+
+    /// One resource's numbers in hours, by the definitions.
+    #[derive(Debug, Default)]
+    struct Reference {
+        retry: f64,
+        queued: f64,
+        while_others_waited: f64,
+        overlap: f64,
+        by_waiting_queue: BTreeMap<String, f64>,
+        by_retrying_queue: BTreeMap<String, f64>,
+        by_pool: BTreeMap<String, f64>,
+        in_incidents_retry: f64,
+        in_incidents_overlap: f64,
+    }
+
+    /// docs/contention.md read straight: each run's start and end, the waits and retries as
+    /// intervals, then every stretch between two consecutive times of any interval summed.
+    fn reference(histories: &[FailureHistory], windows: &Windows, gpu: bool) -> Reference {
+        let mut waits = Vec::new();
+        let mut retries = Vec::new();
+        let mut ends = Vec::new();
+        for (j, h) in histories.iter().enumerate() {
+            let submitted = h.job.submitted_at.map(|t| t.0);
+            incidents::ends(h, &mut ends);
+            let mut spans: Vec<Option<(i64, i64)>> = Vec::new();
+            for (k, r) in h.runs.iter().enumerate() {
+                let before: i64 = h.runs[..k].iter().map(|b| (b.queued_for.0 + b.run_for.0) as i64).sum();
+                let start = match r.started_at {
+                    Some(StartedAt::Absolute(t)) => Some(t.0),
+                    Some(StartedAt::Offset(d)) => submitted.map(|s| s + d.0 as i64),
+                    None => submitted.map(|s| s + before + r.queued_for.0 as i64),
+                };
+                spans.push(start.map(|s| (s, s + r.run_for.0 as i64)));
+            }
+            let res = h.job.resources.unwrap_or_default();
+            let interval = |from: i64, to: i64, k: usize, in_incidents: bool| Interval {
+                from,
+                to,
+                pool: h.runs[k].pool.clone().unwrap_or_else(|| "default".into()),
+                queue: h.job.queue.clone().unwrap_or_default(),
+                job: j,
+                gpu: res.gpu_milli.unwrap_or(0),
+                cpu: res.cpu_milli.unwrap_or(0),
+                in_incidents,
+            };
+            for k in 0..h.runs.len() {
+                let Some((s, e)) = spans[k] else { continue };
+                let waited_from = if k == 0 { submitted } else { spans[k - 1].map(|p| p.1) };
+                if let Some(f) = waited_from.filter(|&f| f < s) {
+                    waits.push(interval(f, s, k, false));
+                }
+                if k > 0 && s < e {
+                    let after_failure =
+                        h.runs[k - 1].outcome == Outcome::Failed && ends[k - 1].is_some_and(|t| windows.contains(t));
+                    retries.push(interval(s, e, k, after_failure));
+                }
+            }
+        }
+        let request = |i: &Interval| if gpu { i.gpu } else { i.cpu } as f64;
+        let mut times: Vec<i64> = waits.iter().chain(&retries).flat_map(|i| [i.from, i.to]).collect();
+        times.sort_unstable();
+        times.dedup();
+        let hours = |milli: f64, ns: i64| milli / 1000.0 * ns as f64 / 3.6e12;
+        let mut out = Reference::default();
+        for w in times.windows(2) {
+            let (a, b) = (w[0], w[1]);
+            let during = |i: &&Interval| i.from <= a && b <= i.to;
+            for pool in POOLS {
+                // A job waiting counts once, however many of its waits overlap.
+                let mut waiting: Vec<&Interval> = waits.iter().filter(during).filter(|i| i.pool == pool).collect();
+                waiting.sort_by_key(|i| i.job);
+                waiting.dedup_by_key(|i| i.job);
+                let running: Vec<&Interval> = retries.iter().filter(during).filter(|i| i.pool == pool).collect();
+                let q: f64 = waiting.iter().map(|i| request(i)).sum();
+                let r: f64 = running.iter().map(|i| request(i)).sum();
+                let r_inc: f64 = running.iter().filter(|i| i.in_incidents).map(|i| request(i)).sum();
+                out.retry += hours(r, b - a);
+                out.queued += hours(q, b - a);
+                for i in &running {
+                    if waiting.iter().any(|w| w.job != i.job && request(w) > 0.0) {
+                        out.while_others_waited += hours(request(i), b - a);
+                    }
+                }
+                let m = hours(r.min(q), b - a);
+                out.overlap += m;
+                out.in_incidents_retry += hours(r_inc, b - a);
+                out.in_incidents_overlap += hours(r_inc.min(q), b - a);
+                if m > 0.0 {
+                    *out.by_pool.entry(pool.to_string()).or_default() += m;
+                    for i in &waiting {
+                        *out.by_waiting_queue.entry(i.queue.clone()).or_default() += m * request(i) / q;
+                    }
+                    for i in &running {
+                        *out.by_retrying_queue.entry(i.queue.clone()).or_default() += m * request(i) / r;
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    fn close(a: f64, b: f64) -> bool {
+        (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0)
+    }
+
+    fn close_maps(a: &BTreeMap<String, f64>, b: &BTreeMap<String, f64>) -> bool {
+        let keys: std::collections::BTreeSet<&String> = a.keys().chain(b.keys()).collect();
+        keys.into_iter()
+            .all(|k| close(a.get(k).copied().unwrap_or(0.0), b.get(k).copied().unwrap_or(0.0)))
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(200))]
+
+        #[test]
+        fn the_overlap_is_within_both_totals_and_its_splits_add_back(
+            histories in vec(a_job(), 0..12),
+            windows in a_window(),
+        ) {
+            let t = record(&histories, &windows);
+            for s in [&t.gpu, &t.cpu] {
+                prop_assert!(s.overlap <= s.retry && s.overlap <= s.queued);
+                prop_assert!(s.while_others_waited <= s.retry);
+                prop_assert!(s.in_incidents_retry <= s.retry);
+                prop_assert!(s.in_incidents_overlap <= s.overlap);
+                prop_assert_eq!(s.overlap_by_waiting_queue.iter().sum::<u128>(), s.overlap);
+                prop_assert_eq!(s.overlap_by_retrying_queue.iter().sum::<u128>(), s.overlap);
+                prop_assert_eq!(s.overlap_by_pool.iter().sum::<u128>(), s.overlap);
+            }
+        }
+
+        #[test]
+        fn a_shift_of_every_time_changes_nothing(
+            histories in vec(a_job(), 0..12),
+            windows in a_window(),
+            by in -10_000_000_000_000_000i64..10_000_000_000_000_000,
+        ) {
+            let (moved, moved_windows) = shifted(&histories, &windows, by);
+            prop_assert_eq!(record(&moved, &moved_windows), record(&histories, &windows));
+        }
+
+        #[test]
+        fn the_spilled_sort_gives_what_memory_gives(
+            histories in vec(a_job(), 0..12),
+            windows in a_window(),
+            chunk in 1..8usize,
+        ) {
+            let mut ends = Vec::new();
+            let jobs: Vec<JobRuns> = histories.iter().map(|h| JobRuns::of(h, Started::record(h), &mut ends)).collect();
+            let mut c = Contention::with_chunk(chunk);
+            for j in &jobs {
+                c.add(j).unwrap();
+            }
+            prop_assert_eq!(c.finish(&windows).unwrap(), tally(&jobs, &windows));
+        }
+
+        #[test]
+        fn the_sweep_agrees_with_the_definitions_read_straight(
+            histories in vec(a_job(), 0..10),
+            windows in a_window(),
+        ) {
+            let side = Side::of(&record(&histories, &windows));
+            for (gpu, got, incidents) in [
+                (true, &side.gpu, &side.in_incidents.gpu),
+                (false, &side.cpu, &side.in_incidents.cpu),
+            ] {
+                let want = reference(&histories, &windows, gpu);
+                prop_assert!(close(got.retry_hours, want.retry), "retry {} {:?}", got.retry_hours, want);
+                prop_assert!(close(got.queued_hours, want.queued), "queued {} {:?}", got.queued_hours, want);
+                prop_assert!(
+                    close(got.while_others_waited_hours, want.while_others_waited),
+                    "while others waited {} {:?}", got.while_others_waited_hours, want
+                );
+                prop_assert!(close(got.overlap_hours, want.overlap), "overlap {} {:?}", got.overlap_hours, want);
+                prop_assert!(close_maps(&got.overlap_hours_by_waiting_queue, &want.by_waiting_queue));
+                prop_assert!(close_maps(&got.overlap_hours_by_retrying_queue, &want.by_retrying_queue));
+                prop_assert!(close_maps(&got.overlap_hours_by_pool, &want.by_pool));
+                prop_assert!(close(incidents.retry_hours, want.in_incidents_retry));
+                prop_assert!(close(incidents.overlap_hours, want.in_incidents_overlap));
+            }
+        }
+    }
+}
