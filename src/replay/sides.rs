@@ -8,13 +8,16 @@
 //! (the kit does), replay or count (that is `replay::run`). Pure.
 
 use crate::engine::simulator::Simulator;
+use crate::engine::Settings;
 
 /// A candidate side: its label (`watch`'s `-f` base name, `candidate.yaml`; empty where a
-/// verb compares one unnamed candidate) and its policy set.
+/// verb compares one unnamed candidate), its policy set, and its own scheduler settings when
+/// it has some (`tune`'s `scheduler:` vary; `None`: the source's, every job's own).
 #[derive(Debug, Clone)]
 pub struct Candidate {
     pub name: String,
     pub simulator: Simulator,
+    pub settings: Option<Settings>,
 }
 
 /// The baseline (today's policy, or what a verb compares against) and the candidates, each
@@ -33,6 +36,7 @@ impl PolicySets {
             candidates: vec![Candidate {
                 name: String::new(),
                 simulator: candidate,
+                settings: None,
             }],
         }
     }

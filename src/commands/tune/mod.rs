@@ -57,9 +57,10 @@ use crate::replay::partial::{fingerprint, Header, Recorder};
 use crate::replay::run::{CompareTally, Options};
 use crate::replay::shard::Shard;
 use crate::replay::shard_ids::Tap;
+use crate::replay::sides::{self as policy_sets, PolicySets};
 use crate::replay::source::HistorySource;
 use crate::tune::rank::{rank, Constraints, MaxCompute, Ranked};
-use crate::tune::sweep::{shares_matching, sweep, sweep_partial, Arm, BaselineTally, Swept};
+use crate::tune::sweep::{shares_matching, sweep, sweep_partial, BaselineTally, Swept};
 use crate::tune::{count, parse_vary, Candidate, CandidateError, Target, Template, Values, Vary};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -170,7 +171,7 @@ pub fn run(ctx: &mut Context, args: &TuneArgs) -> anyhow::Result<ExitCode> {
         incidents: sides.spec.incidents.clone(),
         exit_code: args.exit_code,
         retry_policy: replay.scheduler.retry_policies.is_some(),
-        given: arms.first().map(|a| a.sim.given().to_vec()).unwrap_or_default(),
+        given: arms.first().map(|a| a.simulator.given().to_vec()).unwrap_or_default(),
         categorized: sides.candidate().categorizer.is_some() || sides.baseline.categorizer.is_some(),
         skip_invalid: replay.skip_invalid,
         scheduler: sides.settings.assumed(),
@@ -292,7 +293,7 @@ fn parse_varies(args: &TuneArgs) -> Result<Vec<Vary>, CliError> {
 
 /// The candidates: an arm for each one that validates and its engine can evaluate, with its
 /// id and values (in the same order); the others skipped with their errors.
-type Built = (Vec<Arm>, Vec<(u64, Values)>, Vec<Skipped>);
+type Built = (Vec<policy_sets::Candidate>, Vec<(u64, Values)>, Vec<Skipped>);
 
 /// The candidates of `varies` ([`Built`]).
 fn candidates(template: &Template, varies: &[Vary], sides: &Sides) -> anyhow::Result<Built> {
@@ -355,7 +356,11 @@ fn candidates(template: &Template, varies: &[Vary], sides: &Sides) -> anyhow::Re
                     (Ok(config), true) => Some(overrides.apply(config)),
                     _ => None,
                 };
-                arms.push(Arm { sim, settings });
+                arms.push(policy_sets::Candidate {
+                    name: String::new(),
+                    simulator: sim,
+                    settings,
+                });
                 ids.push((c.id, c.values));
             }
             Err(Unusable::Unreadable(fields)) => skipped.push(Skipped {
@@ -386,7 +391,8 @@ struct Tune<'a> {
     pick: Option<Pick>,
     /// `--force`: write a pick that loses a job or breaks a constraint.
     force: bool,
-    arms: Vec<Arm>,
+    /// The candidates swept (taken by the sweep's policy sets).
+    arms: Vec<policy_sets::Candidate>,
     run: TuneRun,
     max_compute: Option<MaxCompute>,
     options: Options,
@@ -455,8 +461,12 @@ impl Tune<'_> {
             self.run.baseline_from = BaselineFrom::Cluster;
         }
         let shared = shares_matching(self.varies);
+        let sets = PolicySets {
+            baseline: baseline.clone(),
+            candidates: std::mem::take(&mut self.arms),
+        };
         if self.format == Some(TuneOutput::Partial) {
-            return self.write_partial(ctx, source, baseline, shared, about);
+            return self.write_partial(ctx, source, &sets, shared, about);
         }
         let mut listener = StderrListener(
             Stderr::new(
@@ -467,7 +477,7 @@ impl Tune<'_> {
             )
             .skipping(self.run.skip_invalid),
         );
-        let swept = sweep(source, baseline, &self.arms, shared, &self.options, &mut listener)?;
+        let swept = sweep(source, &sets, shared, &self.options, &mut listener)?;
         listener.0.finish()?;
         let swept = match swept {
             Ok(s) => s,
@@ -554,27 +564,27 @@ impl Tune<'_> {
         &self,
         ctx: &mut Context,
         source: S,
-        baseline: &Simulator,
+        sets: &PolicySets,
         shared: bool,
         about: About,
     ) -> anyhow::Result<ExitCode> {
         let shard = self.options.shard.unwrap_or(Shard::WHOLE);
-        let arms: Vec<serde_json::Value> = self
-            .arms
+        let arms: Vec<serde_json::Value> = sets
+            .candidates
             .iter()
-            .map(|a| serde_json::json!([a.sim.fingerprint(), a.settings.as_ref().map(|s| format!("{s:?}"))]))
+            .map(|a| serde_json::json!([a.simulator.fingerprint(), a.settings.as_ref().map(|s| format!("{s:?}"))]))
             .collect();
         let inputs = serde_json::json!({
             "run": self.run,
             "shards": shard.count,
-            "baseline": baseline.fingerprint(),
+            "baseline": sets.baseline.fingerprint(),
             "arms": arms,
             "source": about.source,
         });
         let header = Header::new(shard, fingerprint(&inputs), serde_json::to_value(&self.run)?);
         let mut rec = Recorder::new(&mut *ctx.out, &header, invalid_text, render_change)?;
         let (source, noted) = Tap::new(source);
-        let tallies = sweep_partial(source, baseline, &self.arms, shared, &self.options, &mut rec)?;
+        let tallies = sweep_partial(source, sets, shared, &self.options, &mut rec)?;
         if !about.interrupted() {
             rec.job_ids(noted.take());
             rec.end(about.digest.get(), tallies, about.lookout())?;

@@ -84,6 +84,7 @@ pub fn compare_inspected<S: HistorySource>(
         let asks = Asks {
             baseline_detail,
             baseline_categories: false,
+            runs_left: true,
         };
         let compared = compare_job(sets, settings, history, asks, &mut part.reclassify, counts)
             .map_err(|e| format!("{origin}: job `{}`: baseline: {e}", history.job.id))?;

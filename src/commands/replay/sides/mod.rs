@@ -90,6 +90,7 @@ impl Sides {
                 c.sim.clone().map(|simulator| replay::sides::Candidate {
                     name: c.name.clone(),
                     simulator,
+                    settings: None,
                 })
             })
             .collect::<Option<Vec<_>>>()?;
