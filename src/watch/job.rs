@@ -93,7 +93,7 @@ pub fn see(
         // A window counts no estimate.
         runs_left: false,
     };
-    let compared = compare_job(sets, settings, history, asks, reclassify, None)
+    let compared = compare_job(sets.view(), settings, history, asks, reclassify, None)
         .map_err(|e| format!("job `{}`: today's policy: {e}", history.job.id))?;
     let today = compared.baseline;
     let baseline = &today.report;

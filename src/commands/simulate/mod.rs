@@ -62,7 +62,7 @@ use crate::replay::recorded::Recorded;
 use crate::replay::run::{compare, replay, NoAnswer, Options, Out};
 use crate::replay::shard::Shard;
 use crate::replay::shard_ids::Tap;
-use crate::replay::sides::PolicySets;
+use crate::replay::sides::{OneCandidate, PolicySets};
 use crate::replay::source::HistorySource;
 use crate::replay::summary::Summary;
 
@@ -115,7 +115,12 @@ pub fn run(ctx: &mut Context, args: &SimulateArgs) -> anyhow::Result<ExitCode> {
         &sides,
         sim,
         opened.source,
-        opened.baseline.as_ref(),
+        // The baseline the source opened (the cluster's, or `--baseline`'s) and the candidate.
+        opened
+            .baseline
+            .and_then(|b| sides.policy_sets(Some(b), None))
+            .and_then(PolicySets::one)
+            .as_ref(),
         opened.from,
         opened.about,
         opened.empty,
@@ -152,7 +157,7 @@ fn drive<S: HistorySource>(
     sides: &Sides,
     sim: &Simulator,
     source: S,
-    baseline: Option<&Simulator>,
+    sets: Option<&OneCandidate>,
     from: Baseline,
     about: About,
     empty: bool,
@@ -165,9 +170,9 @@ fn drive<S: HistorySource>(
     };
     // `--allow-empty` on a history with no job: the table is the summary of 0 jobs, whatever
     // the source (a YAML file or stdin would print one table per job: none).
-    let run = SimulateRun::new(args, sides, sim, baseline.is_some(), from, source.bulk() || empty);
+    let run = SimulateRun::new(args, sides, sim, sets.is_some(), from, source.bulk() || empty);
     let Ok(format) = Format::try_from(args.output) else {
-        return write_partial(ctx, &run, sim, source, baseline, about, &options);
+        return write_partial(ctx, &run, sim, source, sets, about, &options);
     };
     let mut held = options.backtest_at.map(|_| Held::default());
     let out: &mut dyn Write = match &mut held {
@@ -182,9 +187,8 @@ fn drive<S: HistorySource>(
     )
     .skipping(run.skip_invalid);
     let mut sink = sink(format, run.mode(), out, stderr);
-    let (code, used_given, refused, (errors, recorded)) = if let Some(old) = baseline {
-        let sets = PolicySets::pair(old.clone(), sim.clone());
-        let done = compare(source, &sets, &options, Out::Sink(&mut *sink))?;
+    let (code, used_given, refused, (errors, recorded)) = if let Some(sets) = sets {
+        let done = compare(source, sets, &options, Out::Sink(&mut *sink))?;
         (
             compare_code(&done.comparison, run.exit_code, run.strict, run.skip_invalid),
             done.used_given,
@@ -290,7 +294,7 @@ fn write_partial<S: HistorySource>(
     run: &SimulateRun,
     sim: &Simulator,
     source: S,
-    baseline: Option<&Simulator>,
+    sets: Option<&OneCandidate>,
     about: About,
     options: &Options,
 ) -> anyhow::Result<ExitCode> {
@@ -299,23 +303,15 @@ fn write_partial<S: HistorySource>(
         "run": run,
         "shards": shard.count,
         "candidate": sim.fingerprint(),
-        "baseline": baseline.map(Simulator::fingerprint),
+        "baseline": sets.map(|s| s.baseline.fingerprint()),
         "source": about.source,
     });
     let header = Header::new(shard, fingerprint(&inputs), serde_json::to_value(run)?);
     let mut rec = Recorder::new(&mut *ctx.out, &header, invalid_text, render_change)?;
     rec.keep_steps(crate::output::html::ROWS_PER_GROUP);
     let (source, noted) = Tap::new(source);
-    let totals = match baseline {
-        Some(old) => {
-            compare(
-                source,
-                &PolicySets::pair(old.clone(), sim.clone()),
-                options,
-                Out::Partial(&mut rec),
-            )?
-            .totals
-        }
+    let totals = match sets {
+        Some(sets) => compare(source, sets, options, Out::Partial(&mut rec))?.totals,
         None => replay(source, sim, options, Out::Partial(&mut rec))?.totals,
     };
     // A source cut short (a lost connection, said after this) leaves the partial without

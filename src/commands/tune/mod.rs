@@ -39,7 +39,6 @@ use crate::commands::replay::sides::{
 };
 use crate::commands::replay::source::{self, check_flags, About, Open};
 use crate::engine::categorizer::Classifier;
-use crate::engine::simulator::Simulator;
 use crate::error::{CliError, ExitCode};
 use crate::input::SourceFile;
 use crate::model::encode::{policy_document, queue_document, to_yaml};
@@ -180,7 +179,6 @@ pub fn run(ctx: &mut Context, args: &TuneArgs) -> anyhow::Result<ExitCode> {
         format,
         pick,
         force: args.force,
-        arms,
         run,
         max_compute,
         options: Options {
@@ -201,7 +199,9 @@ pub fn run(ctx: &mut Context, args: &TuneArgs) -> anyhow::Result<ExitCode> {
     let Some(opened) = source::open(ctx, &sides, open)? else {
         return Ok(ExitCode::InvalidInput);
     };
-    let code = tune.drive(ctx, opened.source, opened.baseline.as_ref(), opened.from, opened.about)?;
+    // The baseline the source opened (the cluster's, or the sides' own) and the candidates.
+    let sets = opened.baseline.and_then(|b| sides.policy_sets(Some(b), Some(arms)));
+    let code = tune.drive(ctx, opened.source, sets, opened.from, opened.about)?;
     opened.end.finish(ctx, code)
 }
 
@@ -391,8 +391,6 @@ struct Tune<'a> {
     pick: Option<Pick>,
     /// `--force`: write a pick that loses a job or breaks a constraint.
     force: bool,
-    /// The candidates swept (taken by the sweep's policy sets).
-    arms: Vec<policy_sets::Candidate>,
     run: TuneRun,
     max_compute: Option<MaxCompute>,
     options: Options,
@@ -444,27 +442,23 @@ pub struct TuneRun {
 }
 
 impl Tune<'_> {
-    /// The sweep over `source` against `baseline` (its categorizer attached), then the
+    /// The sweep of `sets` (the baseline, its categorizer attached, and the candidates) over `source`, then the
     /// ranking and the output, the pick, or the partial.
     fn drive<S: HistorySource>(
         &mut self,
         ctx: &mut Context,
         source: S,
-        baseline: Option<&Simulator>,
+        sets: Option<PolicySets>,
         from: Baseline,
         about: About,
     ) -> anyhow::Result<ExitCode> {
-        let Some(baseline) = baseline else {
+        let Some(sets) = sets else {
             return Err(CliError::usage("no baseline to compare the candidates with").into());
         };
         if from == Baseline::Cluster {
             self.run.baseline_from = BaselineFrom::Cluster;
         }
         let shared = shares_matching(self.varies);
-        let sets = PolicySets {
-            baseline: baseline.clone(),
-            candidates: std::mem::take(&mut self.arms),
-        };
         if self.format == Some(TuneOutput::Partial) {
             return self.write_partial(ctx, source, &sets, shared, about);
         }

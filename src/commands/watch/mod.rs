@@ -155,7 +155,7 @@ pub fn run(ctx: &mut Context, args: &WatchArgs) -> anyhow::Result<ExitCode> {
         .into());
     }
     let sets = sides
-        .policy_sets()
+        .policy_sets(None, None)
         .expect("watch's sides are files, known before the history is read");
     let names = sets.names();
     let settings = sides.settings.applied();

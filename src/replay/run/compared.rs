@@ -13,7 +13,7 @@
 use crate::engine::{Detail, Settings};
 use crate::model::failure_history::FailureHistory;
 use crate::replay::categorize::{CategoryCounts, Reclassify};
-use crate::replay::sides::PolicySets;
+use crate::replay::sides::SetsView;
 
 use super::side::{as_side, replay_classified, replay_side, SideAsks, SideReplayed};
 
@@ -31,7 +31,7 @@ pub struct Asks {
 }
 
 /// A job under every side: the baseline's replay and each candidate's, in
-/// [`PolicySets::candidates`]' order (an `Err` says why that candidate could not replay it).
+/// [`SetsView::candidates`]' order (an `Err` says why that candidate could not replay it).
 pub struct JobCompared {
     pub baseline: SideReplayed,
     pub candidates: Vec<Result<SideReplayed, String>>,
@@ -51,7 +51,7 @@ pub struct SideCounts<'a> {
 /// side's category changes and collisions are added, when they are counted. `reclassify` is
 /// the worker's scratch; `history` is as it was given when this returns.
 pub fn compare_job(
-    sets: &PolicySets,
+    sets: SetsView<'_>,
     settings: &Settings,
     history: &mut FailureHistory,
     asks: Asks,
@@ -81,7 +81,7 @@ pub fn compare_job(
             baseline_counts.as_deref_mut(),
             first,
             |h, r| {
-                let baseline = replay_classified(&sets.baseline, settings, h, baseline_asks, r)?;
+                let baseline = replay_classified(sets.baseline, settings, h, baseline_asks, r)?;
                 let candidates = sets
                     .candidates
                     .iter()
@@ -109,7 +109,7 @@ pub fn compare_job(
         return Ok(compared);
     }
     let baseline = replay_side(
-        &sets.baseline,
+        sets.baseline,
         settings,
         history,
         baseline_asks,

@@ -78,22 +78,35 @@ impl Sides {
         }
     }
 
-    /// What is replayed, when both sides are known before the history is opened: the
-    /// baseline's policy set and every candidate's (`watch`'s; a verb that builds its
-    /// candidate later makes its own).
-    pub fn policy_sets(&self) -> Option<PolicySets> {
-        let baseline = self.baseline.simulator()?.clone();
-        let candidates = self
-            .candidates
-            .iter()
-            .map(|c| {
-                c.sim.clone().map(|simulator| replay::sides::Candidate {
-                    name: c.name.clone(),
-                    simulator,
-                    settings: None,
+    /// What is replayed: the one constructor of the policy sets. `baseline`: what the source
+    /// adds (`Opened::baseline`, the cluster's read from Lookout's database, else this
+    /// baseline's); without one, the baseline's own policy set. `candidates`: what the verb
+    /// adds (`tune`'s candidates, `suggest`'s proposal); without them, every candidate's own
+    /// (`watch`'s, `simulate`'s). `None`: no baseline (a plain replay), or a candidate not
+    /// known yet.
+    pub fn policy_sets(
+        &self,
+        baseline: Option<Simulator>,
+        candidates: Option<Vec<replay::sides::Candidate>>,
+    ) -> Option<PolicySets> {
+        let baseline = match baseline {
+            Some(b) => b,
+            None => self.baseline.simulator()?.clone(),
+        };
+        let candidates = match candidates {
+            Some(c) => c,
+            None => self
+                .candidates
+                .iter()
+                .map(|c| {
+                    c.sim.clone().map(|simulator| replay::sides::Candidate {
+                        name: c.name.clone(),
+                        simulator,
+                        settings: None,
+                    })
                 })
-            })
-            .collect::<Option<Vec<_>>>()?;
+                .collect::<Option<Vec<_>>>()?,
+        };
         Some(PolicySets { baseline, candidates })
     }
 
