@@ -534,7 +534,7 @@ fn baseline_of(
         return Ok(Some((sides.baseline.simulator().cloned(), BaselineFrom::Files)));
     };
     let state = cluster::read(db)?;
-    let retry_policies = sides.spec.retry_policies.as_deref();
+    let retry_policies = sides.spec.sides.retry_policies.as_deref();
     Ok(
         load_from_cluster(ctx, state, retry_policies, queue, sides.baseline.engine)?
             .map(|b| (Some(sides.baseline.attach(b)), BaselineFrom::Cluster)),

@@ -123,7 +123,7 @@ impl Suggest {
             backtest_at: Some(backtest_at),
             shard: None,
             explain: false,
-            incidents: self.sides.spec.look(),
+            incidents: self.sides.spec.look().clone(),
         };
         let finished = std::mem::take(&mut pass.learning.trials)
             .finish_with(&options, Some(detected))
@@ -210,9 +210,8 @@ impl Suggest {
         let mut out = doc.member(out, "comparison")?;
         let mut quiet = io::sink();
         let stderr = match check {
-            Some(_) => {
-                Stderr::new(err, style, None, self.sides.spec.retry_policies.is_some()).skipping(self.run.skip_invalid)
-            }
+            Some(_) => Stderr::new(err, style, None, self.sides.spec.sides.retry_policies.is_some())
+                .skipping(self.run.skip_invalid),
             None => Stderr::new(&mut quiet, style, None, false),
         };
         let mut sink = view::CaptureSink::new(side.format, &mut out, stderr);

@@ -99,7 +99,7 @@ impl Suggest {
 
     /// The baseline, as given.
     fn baseline_words(&self) -> Vec<String> {
-        let r = &self.sides.spec;
+        let r = &self.sides.spec.sides;
         let mut baseline = Vec::new();
         if !r.baseline.is_empty() {
             let files: Vec<String> = r
@@ -117,7 +117,7 @@ impl Suggest {
 
     /// What the proposal was learned with, where not the default; and the engine's flag alone.
     fn knob_words(&self) -> (Vec<String>, Option<String>) {
-        let (a, r) = (&self.run, &self.sides.spec);
+        let (a, r) = (&self.run, &self.sides.spec.sides);
         let mut knobs = Vec::new();
         // The engine only as given: else the sides' dialect picks it again, as it did here.
         let engine =
@@ -144,7 +144,7 @@ impl Suggest {
         if a.keep_categorizer {
             knobs.push("--keep-categorizer".to_string());
         }
-        if let Some(t) = &r.backtest_at {
+        if let Some(t) = &self.sides.spec.backtest_at {
             knobs.push(format!("--backtest-at {}", shell_word(&t.text)));
         }
         (knobs, engine)
@@ -226,7 +226,7 @@ impl Suggest {
         let word = |p: &std::path::Path| shell_word(&p.display().to_string());
         match (
             self.sides.engine,
-            &self.sides.spec.baseline_categorizer,
+            &self.sides.spec.sides.baseline_categorizer,
             self.deployed(),
         ) {
             (EngineKind::Upstream, Some(c), _) => Some(format!("--baseline-categorizer {}", word(c))),

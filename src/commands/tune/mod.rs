@@ -35,7 +35,7 @@ use crate::commands::replay::held::Held;
 use crate::commands::replay::lookout::SET_LOOKOUT_DB;
 use crate::commands::replay::policy_set::{policy_set, Unusable};
 use crate::commands::replay::sides::{
-    candidate_side, compile, compiled, resolve, BaselinePolicies, CandidateFrom, Sides, SidesSpec,
+    candidate_side, compile, compiled, resolve, BaselinePolicies, CandidateFrom, ReplaySpec, Sides, SidesSpec,
 };
 use crate::commands::replay::source::{self, check_flags, About, Open};
 use crate::engine::categorizer::Classifier;
@@ -157,6 +157,7 @@ pub fn run(ctx: &mut Context, args: &TuneArgs) -> anyhow::Result<ExitCode> {
         .collect();
     let run = TuneRun {
         command: "tune".into(),
+        spec: sides.spec.clone(),
         ids,
         skipped,
         varied,
@@ -166,8 +167,6 @@ pub fn run(ctx: &mut Context, args: &TuneArgs) -> anyhow::Result<ExitCode> {
         max_compute: args.max_compute.clone(),
         max_contradictions: args.max_contradictions,
         pick_command,
-        backtest_at: replay.backtest_at.clone(),
-        incidents: sides.spec.incidents.clone(),
         exit_code: args.exit_code,
         retry_policy: replay.scheduler.retry_policies.is_some(),
         given: arms.first().map(|a| a.simulator.given().to_vec()).unwrap_or_default(),
@@ -185,7 +184,7 @@ pub fn run(ctx: &mut Context, args: &TuneArgs) -> anyhow::Result<ExitCode> {
             backtest_at: sides.spec.backtest_time(),
             shard: replay.shard,
             explain: sides.baseline.explains(),
-            incidents: sides.spec.look(),
+            incidents: sides.spec.look().clone(),
         },
         template: &template,
         varies: &varies,
@@ -212,8 +211,8 @@ pub struct Checked {
     /// `None`: `--pick` (its YAML).
     format: Option<TuneOutput>,
     max_compute: Option<MaxCompute>,
-    /// The sides its flags name: the template and the baseline.
-    sides: SidesSpec,
+    /// The sides its flags name (the template and the baseline), and its replay.
+    sides: ReplaySpec,
 }
 
 /// The checks of tune's flags before anything is read, in the same words for a run and for
@@ -263,12 +262,15 @@ pub fn check(args: &TuneArgs) -> Result<Checked, CliError> {
         _ => {}
     }
     let max_compute = args.max_compute.as_deref().map(parse_max_compute).transpose()?;
-    let sides = SidesSpec::of(
+    let sides = ReplaySpec::of(
         replay,
-        CandidateFrom::Template(args.source.files.clone()),
-        args.source.recursive,
-        args.categorizer.clone(),
-        args.baseline_categorizer.clone(),
+        SidesSpec::of(
+            replay,
+            CandidateFrom::Template(args.source.files.clone()),
+            args.source.recursive,
+            args.categorizer.clone(),
+            args.baseline_categorizer.clone(),
+        ),
     )?;
     if args.source.files.is_empty() {
         return Err(CliError::usage("give the template's documents with `-f PATH`"));
@@ -347,7 +349,7 @@ fn candidates(template: &Template, varies: &[Vary], sides: &Sides) -> anyhow::Re
                 }
             }
         };
-        let set = policy_set(&c.files, sides.spec.retry_policies.as_deref(), sides.engine).and_then(|sim| {
+        let set = policy_set(&c.files, sides.spec.sides.retry_policies.as_deref(), sides.engine).and_then(|sim| {
             candidate_side(sim, sides.baseline.given(), classifier).map_err(|e| Unusable::Invalid(CliError::invalid(e)))
         });
         match set {
@@ -405,6 +407,9 @@ struct Tune<'a> {
 pub struct TuneRun {
     /// Always `tune`.
     pub command: String,
+    /// What the replay flags said (the template and the baseline, `--queue`,
+    /// `--backtest-at`, `--incidents`).
+    pub spec: ReplaySpec,
     /// The candidates swept, by id, with their values (in the order of the tallies).
     pub ids: Vec<(u64, Values)>,
     pub skipped: Vec<Skipped>,
@@ -419,10 +424,6 @@ pub struct TuneRun {
     #[serde(default)]
     pub max_contradictions: MaxContradictions,
     pub pick_command: String,
-    pub backtest_at: Option<String>,
-    /// `--incidents`, `--incident`.
-    #[serde(default, skip_serializing_if = "crate::replay::incidents::Setting::is_default")]
-    pub incidents: crate::replay::incidents::Setting,
     pub exit_code: bool,
     /// `--retry-policy` was given.
     pub retry_policy: bool,
@@ -475,9 +476,7 @@ impl Tune<'_> {
         listener.0.finish()?;
         let swept = match swept {
             Ok(s) => s,
-            Err(refused) => {
-                return Err(backtest_refusal(&refused, self.run.backtest_at.as_deref().unwrap_or_default()).into())
-            }
+            Err(refused) => return Err(backtest_refusal(&refused, self.run.spec.backtest_text()).into()),
         };
         let (Some(format), None) = (self.format, self.pick) else {
             return self.pick(ctx, swept);

@@ -44,12 +44,12 @@ use categorizer::{borrow_rule, Named};
 use dialect::{BaselineDialect, CandidateDialect, Dialect};
 use files::{read_side, SideFiles};
 pub use settings::Settings;
-pub use spec::{BacktestAt, CandidateFrom, SidesSpec};
+pub use spec::{BacktestAt, CandidateFrom, ReplaySpec, SidesSpec};
 
 /// The sides, resolved: what every replay verb compares.
 pub struct Sides {
-    /// What the verb said of them.
-    pub spec: SidesSpec,
+    /// What the verb's command line said: of them, and of its replay.
+    pub spec: ReplaySpec,
     /// The candidates: one for `simulate`, `tune` (its template) and `suggest` (its proposal,
     /// built later); one per `-f` for `watch`, each named by its base name.
     pub candidates: Vec<Candidate>,
@@ -71,7 +71,7 @@ impl Sides {
     /// without a baseline the candidate's. A database's export takes its hints off the
     /// executor's texts (docs/lookout.md); none: the texts are kept whole, counted.
     pub fn deployed_categorizer(&self) -> Option<&Categorizer> {
-        match (&self.baseline.categorizer, self.spec.what_if()) {
+        match (&self.baseline.categorizer, self.spec.sides.what_if()) {
             (Some(c), _) => Some(c),
             (None, false) => self.candidate().categorizer.as_ref(),
             (None, true) => None,
@@ -221,17 +221,18 @@ pub fn candidate_side(
 
 /// The sides `spec` names, resolved in the documented order (this module's doc). `None`:
 /// documents that do not validate, reported (exit 3).
-pub fn resolve(ctx: &mut Context, spec: SidesSpec) -> anyhow::Result<Option<Sides>> {
-    let Some((candidate_files, baseline_files)) = read_files(ctx, &spec)? else {
+pub fn resolve(ctx: &mut Context, replay: ReplaySpec) -> anyhow::Result<Option<Sides>> {
+    let spec = &replay.sides;
+    let Some((candidate_files, baseline_files)) = read_files(ctx, spec)? else {
         return Ok(None);
     };
     let settings = Settings::read(spec.scheduler_config.as_deref(), spec.overrides())?;
-    let (engine, engine_from) = pick_engine(&spec, &candidate_files, baseline_files.as_ref());
+    let (engine, engine_from) = pick_engine(spec, &candidate_files, baseline_files.as_ref());
     let (baseline_files, baseline_document) = match baseline_files {
         Some(SideFiles { files, categorizer }) => (files, categorizer),
         None => (Vec::new(), None),
     };
-    let (named, baseline_named) = name_categorizers(&spec, candidate_files, baseline_document)?;
+    let (named, baseline_named) = name_categorizers(spec, candidate_files, baseline_document)?;
     let mut read = Vec::with_capacity(named.len());
     for (name, files, n) in named {
         let categorizer = n.read(ctx)?;
@@ -262,7 +263,7 @@ pub fn resolve(ctx: &mut Context, spec: SidesSpec) -> anyhow::Result<Option<Side
         .map_or(engine, Simulator::engine);
     let baseline_engine = spec.baseline_engine.unwrap_or(engine);
     let template = candidates.first().map_or(&[][..], |c| &c.1[..]);
-    let policies = baseline_policies(&spec, &baseline_files, template, &baseline_categorizer, baseline_engine)?;
+    let policies = baseline_policies(spec, &baseline_files, template, &baseline_categorizer, baseline_engine)?;
     let today = match &policies {
         BaselinePolicies::Given(today) => Some(&**today),
         _ => None,
@@ -284,7 +285,7 @@ pub fn resolve(ctx: &mut Context, spec: SidesSpec) -> anyhow::Result<Option<Side
         })
         .collect::<Result<Vec<_>, CliError>>()?;
     Ok(Some(Sides {
-        spec,
+        spec: replay,
         candidates,
         baseline: Baseline {
             policies,
