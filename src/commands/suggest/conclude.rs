@@ -221,7 +221,7 @@ impl Suggest {
             &self.knobs,
             self.sides.engine,
             room,
-            self.today_default(baseline),
+            self.default_today(baseline),
         );
         let (mut verdicts, mut rules, default) = (proposed.verdicts, proposed.rules, proposed.default);
         self.categories_for_collisions(&mut verdicts, &mut rules, room, baseline);
@@ -242,7 +242,7 @@ impl Suggest {
                     &self.knobs,
                     self.sides.engine,
                     room,
-                    self.today_default(baseline),
+                    self.default_today(baseline),
                 );
                 self.categories_for_collisions(&mut with.verdicts, &mut with.rules, room, baseline);
                 if self.run.keep_categorizer {

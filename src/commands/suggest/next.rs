@@ -8,8 +8,9 @@
 
 use crate::cli::{ExecutorConfigFormat, MaxContradictions};
 use crate::commands::replay::checks::shell_word;
+use crate::engine::EngineFrom;
 use crate::engine::EngineKind;
-use crate::output::suggest::{self as view, EngineFrom};
+use crate::output::suggest as view;
 use crate::suggest::propose::{Defaults, Proposed, Verdict, MAX_LIMIT};
 
 use super::proposal::Proposal;

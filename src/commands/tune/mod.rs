@@ -1,7 +1,7 @@
 //! `retryctl tune`: which retry policy should this cluster run? (docs/tune.md)
 //!
 //! Load (the template, its varies checked and counted before anything else, each candidate's
-//! documents, the baseline) → `tune::sweep` over the history source `replay_source` opens →
+//! documents, the baseline) → `tune::sweep` over the history source `commands::replay::source` opens →
 //! `tune::rank` → `output::tune`. `--pick N` without a history writes candidate N's documents
 //! without a replay; given one, it searches as `--pick recommended` does, and writes candidate
 //! N unless N loses a job the baseline saves or breaks a constraint (then exit 1, nothing
@@ -386,7 +386,7 @@ fn candidates(template: &Template, varies: &[Vary], sides: &Sides) -> anyhow::Re
     Ok((arms, ids, skipped))
 }
 
-/// The sweep, the ranking and the output, over the source `replay_source` opened.
+/// The sweep, the ranking and the output, over the source `commands::replay::source` opened.
 struct Tune<'a> {
     /// `None`: `--pick`.
     format: Option<TuneOutput>,

@@ -31,11 +31,10 @@ use std::sync::Arc;
 use crate::app::Context;
 use crate::engine::categorizer::Classifier;
 use crate::engine::simulator::Simulator;
-use crate::engine::EngineKind;
+use crate::engine::{EngineFrom, EngineKind};
 use crate::error::CliError;
 use crate::input::SourceFile;
 use crate::model::{Kind, Resource};
-use crate::output::suggest::EngineFrom;
 use crate::replay::{self, sides::PolicySets};
 
 use super::policy_set::{build, load_from_server, policy_set, Side, Unusable};
