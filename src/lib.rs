@@ -29,8 +29,8 @@
 //! `--state`'s text, all pure; `commands::watch` polls Lookout, serves and writes the file. `commands` lists the
 //! verbs and two kits they share, `commands::replay` (a comparison's sides resolved once,
 //! the history opened, driven and finished) and `commands::remote` (the server verbs'); a
-//! verb imports kits, never another verb (`merge` aside, through its table of the verbs it
-//! ends). The binary's
+//! verb imports kits, never another verb (`merge` too: the dispatch hands it the ending of
+//! the verb whose partials it reads). The binary's
 //! start-up (its allocator) is `src/startup.rs`, a module of `main`; it reads which verbs are
 //! bulk from `cli::VERBS`, the one table of verbs, which every list of verbs reads.
 //!

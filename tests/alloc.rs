@@ -427,7 +427,7 @@ fn reclassifying_a_history_allocates_nothing_once_warm() {
     let report = retryctl::engine::replay(&history, &[], &retryctl::engine::Settings::default());
     let (mut scratch, mut counts) = (Reclassify::default(), CategoryCounts::default());
     let once = |scratch: &mut Reclassify, counts: &mut CategoryCounts, history: &mut FailureHistory| {
-        scratch.apply(&classifier, history, counts, None);
+        scratch.apply(&classifier, history, Some(&mut *counts), None);
         scratch.collisions(EngineKind::Upstream, black_box(&report), counts);
         scratch.restore(history);
     };

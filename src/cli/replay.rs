@@ -97,7 +97,7 @@ pub struct ReplayArgs {
     /// --history either: $LOOKOUT_DB.
     // What goes with it (`--queue`, the filters, --baseline-from-cluster, --history) is
     // checked by the command (`replay::source::check_flags`), in its words. The command resolves `$LOOKOUT_DB`
-    // (`replay_source::resolve_dsn`): `Some(Some(DSN))` from then on.
+    // (`commands::replay::lookout::resolve_replay_dsn`): `Some(Some(DSN))` from then on.
     #[arg(long, value_name = "DSN", num_args = 0..=1)]
     pub lookout_db: Option<Option<String>>,
 

@@ -1,5 +1,5 @@
 //! The inputs both engines take (docs/engines.md): the scheduler's [`Settings`], which engine
-//! decides ([`EngineKind`]), the job annotations ([`POLICY_ANNOTATION`],
+//! decides ([`EngineKind`]) and why ([`EngineFrom`]), the job annotations ([`POLICY_ANNOTATION`],
 //! [`FAIL_FAST_ANNOTATION`]), the default grace period, and the effective policy names
 //! ([`effective_policy_names`]).
 //!
@@ -17,6 +17,20 @@ pub const FAIL_FAST_ANNOTATION: &str = "armadaproject.io/failFast";
 
 /// Armada's default termination grace period for a job.
 pub const DEFAULT_GRACE: GoDuration = GoDuration(1_000_000_000);
+
+/// Where the engine came from (docs/engines.md "Which engine decides").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EngineFrom {
+    /// `--engine`.
+    Flag,
+    /// The `--baseline` files' RetryPolicy documents, all `armadaproject.io/v1beta1` (upstream)
+    /// or not (design): what they are, in words (`is armadaproject.io/v1`).
+    Baseline(&'static str),
+    /// `--baseline-from-cluster`: upstream's server stores today's Armada's policies.
+    Cluster,
+    /// No baseline to take a dialect from: the design's.
+    NoBaseline,
+}
 
 /// Which engine decides (docs/engines.md): the design (the default) or the engine
 /// upstream Armada ships today ([`upstream`]).

@@ -39,7 +39,8 @@ pub use design::{
     Verdict, BUILTIN_INITIAL_DELAY, BUILTIN_JITTER, BUILTIN_MAX_DELAY, BUILTIN_MULTIPLIER,
 };
 pub use inputs::{
-    effective_policy_names, EngineKind, NameOrigin, Settings, DEFAULT_GRACE, FAIL_FAST_ANNOTATION, POLICY_ANNOTATION,
+    effective_policy_names, EngineFrom, EngineKind, NameOrigin, Settings, DEFAULT_GRACE, FAIL_FAST_ANNOTATION,
+    POLICY_ANNOTATION,
 };
 pub use job_report::{
     job_context, replay, Detail, JobOutcome, JobReport, JobStatus, PendingEngine, RunCategories, RunRecord,

@@ -3,7 +3,7 @@
 //! Owns: the run-state table, the order of runs, the times, the exit code / category / error
 //! text of a failed run, and the counting of what Lookout could not tell (into [`Notes`],
 //! `replay::source`'s type). Must not: read a database or the network (the sources in
-//! `lookout_db` / `lookout_api` do), or print.
+//! `lookout::db` / `lookout::api` do), or print.
 //!
 //! The mapping, exactly (run states per `contract/lookout/README.md`):
 //!

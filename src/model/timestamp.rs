@@ -21,7 +21,7 @@ pub enum TimeError {
     Range(String),
     /// A time that exists but lies outside what 64 bits of nanoseconds since 1970 hold (as
     /// Armada's Go times and protobuf timestamps in nanoseconds do): after
-    /// [`Timestamp::LATEST`] (`Later`) or before [`Timestamp::EARLIEST`].
+    /// [`Timestamp::LATEST_SECS`] (`Later`) or before [`Timestamp::EARLIEST_SECS`].
     Beyond { later: bool },
 }
 

@@ -144,14 +144,15 @@ fn some(s: &Option<String>) -> Option<&str> {
 
 impl Reclassify {
     /// Replaces the category and subcategory of every run of `history` that the classifier
-    /// sees (a failed run, a returned lease on a pod issue) with its classification, counting each change into `counts`. Until
-    /// [`Reclassify::restore`], the recorded pairs are kept here. `also`: a second side's
-    /// counts, when both sides share the categorizer (the history is classified once).
+    /// sees (a failed run, a returned lease on a pod issue) with its classification, counting each change into `counts`
+    /// (`None`: not counted). Until [`Reclassify::restore`], the recorded pairs are kept here.
+    /// `also`: a second side's counts, when both sides share the categorizer (the history is
+    /// classified once).
     pub fn apply(
         &mut self,
         classifier: &Classifier,
         history: &mut FailureHistory,
-        counts: &mut CategoryCounts,
+        mut counts: Option<&mut CategoryCounts>,
         mut also: Option<&mut CategoryCounts>,
     ) {
         debug_assert!(self.saved.is_empty(), "apply twice without restore");
@@ -171,7 +172,9 @@ impl Reclassify {
             if from == to {
                 continue;
             }
-            counts.add_change(from, to);
+            if let Some(counts) = counts.as_deref_mut() {
+                counts.add_change(from, to);
+            }
             if let Some(also) = also.as_deref_mut() {
                 also.add_change(from, to);
             }

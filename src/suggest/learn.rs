@@ -182,7 +182,7 @@ pub fn learn_job(
             labels,
             ..
         } = unit;
-        as_side(baseline, history, reclassify, |seen| {
+        as_side(baseline.categorizer(), history, reclassify, None, None, |seen, _| {
             // The decisions alone, not a report of the job: pass 1 reads only which rule
             // decided each failed run (`Simulator::simulate_decisions`).
             today.clear();

@@ -559,6 +559,24 @@ pub struct DefaultDecision {
     pub limit: Option<u32>,
 }
 
+impl DefaultDecision {
+    /// Today's default, as the proposal's settings take it from the baseline (its
+    /// `default_action` and `retry_limit`): a Retry default's limit is its policy's, else the
+    /// global cap; no policy fails (the legacy path).
+    pub fn today(default_action: Option<Action>, retry_limit: Option<u32>, global_max_retries: u32) -> DefaultDecision {
+        match default_action.unwrap_or(Action::Fail) {
+            Action::Retry => DefaultDecision {
+                action: Action::Retry,
+                limit: Some(retry_limit.unwrap_or(global_max_retries)),
+            },
+            Action::Fail => DefaultDecision {
+                action: Action::Fail,
+                limit: None,
+            },
+        }
+    }
+}
+
 /// The text the default's row and its evidence go by.
 pub const DEFAULT: &str = "(default)";
 

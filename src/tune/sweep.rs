@@ -1,8 +1,11 @@
-//! One pass over the history for every candidate of `tune` (docs/tune.md): each history is read
-//! and decoded once, replayed once under the baseline, then under each candidate, and each
-//! candidate's comparison is folded exactly as `simulate --baseline` folds it
-//! (`replay::run::tally_job`), so that candidate i's numbers are what `simulate -f
-//! <candidate i> --baseline …` prints.
+//! One pass over the history for every candidate of `tune` (docs/tune.md), a driver over the
+//! replay's per-side step: each history is read and decoded once, classified and replayed
+//! under the baseline (`replay::run::{as_side, replay_classified}`, the step `simulate
+//! --baseline` runs for each side), then under each candidate, and each candidate's
+//! comparison is folded exactly as `simulate --baseline` folds it (`replay::run::tally_job`),
+//! so that candidate i's numbers are what `simulate -f <candidate i> --baseline …` prints.
+//! What is the sweep's own: the groups of candidates that decide a job alike, their shared
+//! lean replays and match tables.
 //!
 //! Owns: [`sweep`] — the jobs in parallel and in input order (`replay::parallel`), the
 //! baseline's own totals (its final states and Pending jobs, for its expected successes and
@@ -45,21 +48,14 @@ use crate::replay::parallel::{for_each_ordered, Decoded, Emitted, Processed};
 use crate::replay::partial::Recorder;
 use crate::replay::recorded::Recorded;
 use crate::replay::run::{
-    fallback, record, replay_job_detailed, runs_left, runs_left_matched, tally_job_with, CompareTally, Fallback,
-    Fallbacks, Finished, JobFacts, NoAnswer, NotReplayed, Options, TrialCount,
+    as_side, fallback, record, replay_classified, runs_left_matched, tally_job_with, CompareTally, Fallback, Fallbacks,
+    Finished, JobFacts, NoAnswer, NotReplayed, Options, SideAsks, TrialCount,
 };
+use crate::replay::sides::{Candidate, PolicySets};
 use crate::replay::sink::Message;
 use crate::replay::source::{HistorySource, Progress};
 
 use super::vary::{Target, Vary};
-
-/// One candidate to replay: its policies (and engine), and its own scheduler settings when
-/// a `scheduler:` vary gives it some (`None`: the source's).
-#[derive(Debug)]
-pub struct Arm {
-    pub sim: Simulator,
-    pub settings: Option<Settings>,
-}
 
 /// The baseline's own totals (under the template's scheduler settings).
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -189,7 +185,7 @@ struct Ids {
 type RuleId = (u32, Option<u32>);
 
 impl Ids {
-    fn new(arms: &[Arm]) -> Ids {
+    fn new(arms: &[Candidate]) -> Ids {
         let mut interned: HashMap<Vec<Decides>, u32> = HashMap::new();
         let mut id = |decides: Vec<Decides>| {
             let next = interned.len() as u32;
@@ -201,7 +197,7 @@ impl Ids {
             default_of: Vec::with_capacity(arms.len()),
         };
         for arm in arms {
-            let (rules, defaults) = arm.sim.decides();
+            let (rules, defaults) = arm.simulator.decides();
             ids.rules.push(
                 rules
                     .into_iter()
@@ -429,7 +425,7 @@ struct Groups<'a> {
 }
 
 impl<'a> Groups<'a> {
-    fn of(baseline: &Simulator, arms: &'a [Arm]) -> Groups<'a> {
+    fn of(baseline: &Simulator, arms: &'a [Candidate]) -> Groups<'a> {
         let mut settings: Vec<Option<&Settings>> = vec![None];
         let set_of: Vec<usize> = arms
             .iter()
@@ -447,7 +443,7 @@ impl<'a> Groups<'a> {
         let mut categorizers: Vec<(Option<&Classifier>, Vec<usize>)> = Vec::new();
         let mut cat_of = vec![0usize; arms.len()];
         for (i, a) in arms.iter().enumerate() {
-            let c = a.sim.categorizer();
+            let c = a.simulator.categorizer();
             let same = |k: &Option<&Classifier>| match (k, c) {
                 (None, None) => true,
                 (Some(k), Some(c)) => std::ptr::eq(*k, c),
@@ -487,16 +483,17 @@ struct Candidates {
     changes: Vec<CategoryCounts>,
 }
 
-/// Replays every job of `source` under `baseline` and every arm, in one pass, into `emit`;
-/// `shared`: the arms match every run alike ([`shares_matching`]), so each run is matched
-/// once.
-fn pass<S, E>(source: S, baseline: &Simulator, arms: &[Arm], shared: bool, options: &Options, emit: E) -> io::Result<()>
+/// Replays every job of `source` under the baseline of `sets` and every candidate (an arm),
+/// in one pass, into `emit`; `shared`: the arms match every run alike ([`shares_matching`]),
+/// so each run is matched once.
+fn pass<S, E>(source: S, sets: &PolicySets, shared: bool, options: &Options, emit: E) -> io::Result<()>
 where
     S: HistorySource,
     E: FnMut(Emitted<(String, Option<Fallback>), Tallies>) -> io::Result<bool>,
 {
+    let (baseline, arms) = (&sets.baseline, sets.candidates.as_slice());
     let groups = Groups::of(baseline, arms);
-    let fallback_sim = fallback_sim(baseline, arms);
+    let fallback_sim = fallback_sim(sets);
     let ids = Ids::new(arms);
     let work = |part: &mut Tallies, job: Decoded<'_>| {
         let Decoded {
@@ -506,26 +503,17 @@ where
         } = job;
         let fail = |id: &str, side: &str, e: String| format!("{origin}: job `{id}`: {side}{e}");
         // Every side replays the runs as its categorizer classifies them (then the recorded
-        // categories are put back: the estimates' failure classes keep them), exactly as
-        // `simulate --baseline` does for each side.
+        // categories are put back: the estimates' failure classes keep them), through the
+        // per-side step `simulate --baseline` runs for each side.
         let mut base_counts = CategoryCounts::default();
-        let base_cat = baseline.categorizer();
-        if let Some(c) = base_cat {
-            part.scratch.apply(c, history, &mut base_counts, None);
-        }
-        let bases = replay_bases(
-            baseline,
-            &groups,
-            job_settings,
+        let (bases, contradicts) = as_side(
+            baseline.categorizer(),
             history,
-            options,
             &mut part.scratch,
-            &fail,
-        );
-        if base_cat.is_some() {
-            part.scratch.restore(history);
-        }
-        let (bases, contradicts) = bases?;
+            Some(&mut base_counts),
+            None,
+            |h, classified| replay_bases(baseline, &groups, job_settings, h, options, classified, &fail),
+        )?;
         let job = Job {
             arms,
             groups: &groups,
@@ -552,10 +540,9 @@ fn replay_bases(
     job_settings: &Settings,
     h: &FailureHistory,
     options: &Options,
-    scratch: &mut Reclassify,
+    classified: Option<&Reclassify>,
     fail: &dyn Fn(&str, &str, String) -> String,
 ) -> Result<(Vec<Base>, bool), String> {
-    let facts = JobFacts::new(h);
     let mut bases: Vec<Base> = Vec::with_capacity(groups.settings.len());
     let mut contradicts = false;
     for (k, g) in groups.settings.iter().enumerate() {
@@ -567,15 +554,19 @@ fn replay_bases(
         } else {
             Detail::Outcome
         };
-        let b = replay_job_detailed(baseline, settings, h, detail).map_err(|e| fail(&h.job.id, "baseline: ", e))?;
+        let asks = SideAsks {
+            detail,
+            runs_left: true,
+            categories: false,
+            annotate: false,
+        };
+        let replayed =
+            replay_classified(baseline, settings, h, asks, classified).map_err(|e| fail(&h.job.id, "baseline: ", e))?;
+        let b = &replayed.report;
         contradicts |= k == 0 && !b.contradictions.is_empty();
-        let mut collisions = CategoryCounts::default();
-        if baseline.categorizer().is_some() {
-            scratch.collisions(baseline.engine(), &b, &mut collisions);
-        }
-        let mut side = Side::of(&b);
-        if side.final_state == Final::Pending {
-            side.runs_left = runs_left(baseline, settings, &facts);
+        let mut side = Side::of(b);
+        if let Some(left) = replayed.runs_left {
+            side.runs_left = left;
         }
         // Saturating sums of non-negative numbers: from the end, the same as from k on.
         let mut from = vec![GoDuration::ZERO; b.runs.len() + 1];
@@ -585,7 +576,7 @@ fn replay_bases(
         bases.push(Base {
             side,
             from,
-            collisions: collisions.collisions,
+            collisions: replayed.collisions,
         });
     }
     Ok((bases, contradicts))
@@ -593,7 +584,7 @@ fn replay_bases(
 
 /// One job against every arm: what `pass`'s worker holds for it.
 struct Job<'j, 'a> {
-    arms: &'j [Arm],
+    arms: &'j [Candidate],
     groups: &'j Groups<'a>,
     ids: &'j Ids,
     shared: bool,
@@ -623,28 +614,27 @@ impl Job<'_, '_> {
         };
         for (cg, (classifier, members)) in self.groups.categorizers.iter().enumerate() {
             let mut counts = CategoryCounts::default();
-            if let Some(c) = classifier {
-                scratch.apply(c, history, &mut counts, None);
-            }
-            let done = self.replay_group(cg, classifier.is_some(), members, history, scratch, &mut out);
-            if classifier.is_some() {
-                scratch.restore(history);
-            }
-            done?;
+            as_side(
+                *classifier,
+                history,
+                scratch,
+                Some(&mut counts),
+                None,
+                |h, classified| self.replay_group(cg, members, h, classified, &mut out),
+            )?;
             out.changes.push(counts);
         }
         Ok(out)
     }
 
-    /// The candidates of categorizer group `cg` (`classified`: it has a categorizer), on the
-    /// job as that group classifies it.
+    /// The candidates of categorizer group `cg`, on the job as that group classifies it
+    /// (`classified`: the scratch that classified it, when the group has a categorizer).
     fn replay_group(
         &self,
         cg: usize,
-        classified: bool,
         members: &[usize],
         h: &FailureHistory,
-        scratch: &mut Reclassify,
+        classified: Option<&Reclassify>,
         out: &mut Candidates,
     ) -> Result<(), String> {
         let (arms, groups, fail) = (self.arms, self.groups, self.fail);
@@ -652,11 +642,11 @@ impl Job<'_, '_> {
         let leader = members.first().map(|&i| &arms[i]).filter(|_| self.shared);
         let leader_settings =
             groups.settings[members.first().map_or(0, |&i| groups.set_of[i])].unwrap_or(self.settings);
-        let table = leader.and_then(|a| a.sim.match_table(h, leader_settings));
+        let table = leader.and_then(|a| a.simulator.match_table(h, leader_settings));
         // The rules the job's runs match, as indices into the policies given (the same in
         // every candidate: the template's, in its order).
         let list = match (&table, leader) {
-            (Some(_), Some(a)) => a.sim.list_of(h, leader_settings),
+            (Some(_), Some(a)) => a.simulator.list_of(h, leader_settings),
             _ => None,
         };
         let keys = match (&table, &list) {
@@ -685,7 +675,7 @@ impl Job<'_, '_> {
                     #[cfg(test)]
                     tests::REPLAYS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     let c = arm
-                        .sim
+                        .simulator
                         .simulate_outcome(h, &facts.ctx, settings, self.bases[g].side.runs, table.as_deref())
                         .map_err(|e| fail(&h.job.id, "", e))?;
                     out.outcomes.push((c, i));
@@ -702,7 +692,7 @@ impl Job<'_, '_> {
                 let n = match left.iter().find(|(k, o, _)| *k == exact && *o == j) {
                     Some(&(_, _, n)) => n,
                     None => {
-                        let n = runs_left_matched(&arm.sim, settings, &facts, table.as_deref());
+                        let n = runs_left_matched(&arm.simulator, settings, &facts, table.as_deref());
                         left.push((exact, j, n));
                         n
                     }
@@ -711,12 +701,10 @@ impl Job<'_, '_> {
             }
             // Collisions need each decision, which a lean replay does not keep: a report's
             // replay, only where collisions are counted.
-            if classified && arm.sim.engine() == EngineKind::Upstream {
-                let report =
-                    replay_job_detailed(&arm.sim, settings, h, Detail::Outcome).map_err(|e| fail(&h.job.id, "", e))?;
-                let mut c = CategoryCounts::default();
-                scratch.collisions(arm.sim.engine(), &report, &mut c);
-                out.collisions[i] = c.collisions;
+            if let (Some(r), EngineKind::Upstream) = (classified, arm.simulator.engine()) {
+                let replayed = replay_classified(&arm.simulator, settings, h, SideAsks::outcome(false), Some(r))
+                    .map_err(|e| fail(&h.job.id, "", e))?;
+                out.collisions[i] = replayed.collisions;
             }
         }
         Ok(())
@@ -812,23 +800,22 @@ impl Job<'_, '_> {
 
 /// The policies whose `given` list a job without its queue's gets: the first candidate's
 /// (every candidate's documents name the same policies), else the baseline's.
-fn fallback_sim<'a>(baseline: &'a Simulator, arms: &'a [Arm]) -> &'a Simulator {
-    arms.first().map_or(baseline, |a| &a.sim)
+fn fallback_sim(sets: &PolicySets) -> &Simulator {
+    sets.candidates.first().map_or(&sets.baseline, |a| &a.simulator)
 }
 
-/// Replays every job of `source` under `baseline` and every arm, in one pass ([`pass`]),
-/// the messages to `listener`. `Err` inside: `--backtest-at` has no answer (nothing else is
-/// wrong).
+/// Replays every job of `source` under the baseline of `sets` and every candidate, in one
+/// pass ([`pass`]), the messages to `listener`. `Err` inside: `--backtest-at` has no answer
+/// (nothing else is wrong).
 pub fn sweep<S: HistorySource>(
     source: S,
-    baseline: &Simulator,
-    arms: &[Arm],
+    sets: &PolicySets,
     shared: bool,
     options: &Options,
     listener: &mut dyn Listener,
 ) -> io::Result<Result<Swept, NoAnswer>> {
-    let mut fold = SweepFold::new(listener, fallback_sim(baseline, arms).given(), arms.len());
-    pass(source, baseline, arms, shared, options, |e| match e {
+    let mut fold = SweepFold::new(listener, fallback_sim(sets).given(), sets.candidates.len());
+    pass(source, sets, shared, options, |e| match e {
         Emitted::Job(_, p) => fold.entry(p),
         Emitted::Unit(part, at) => {
             let mut part = part;
@@ -844,14 +831,13 @@ pub fn sweep<S: HistorySource>(
 /// tallies returned.
 pub fn sweep_partial<S: HistorySource>(
     source: S,
-    baseline: &Simulator,
-    arms: &[Arm],
+    sets: &PolicySets,
     shared: bool,
     options: &Options,
     rec: &mut Recorder<'_>,
 ) -> io::Result<Tallies> {
     let mut total = Tallies::default();
-    pass(source, baseline, arms, shared, options, |e| match e {
+    pass(source, sets, shared, options, |e| match e {
         Emitted::Job(at, p) => record(rec, &at, p, |rec, (job, f)| rec.fallback(&at, &job, f)),
         Emitted::Unit(part, _) => {
             let mut part = part;
@@ -860,7 +846,7 @@ pub fn sweep_partial<S: HistorySource>(
             Ok(true)
         }
     })?;
-    total.arms.resize_with(arms.len(), CompareTally::default);
+    total.arms.resize_with(sets.candidates.len(), CompareTally::default);
     Ok(total)
 }
 
@@ -1027,7 +1013,7 @@ mod tests {
             std::fs::write(&path, history(&mut d, 300)).unwrap();
             let baseline = Fields::drawn(&mut d).sim();
             let template = Fields::drawn(&mut d);
-            let arms: Vec<Arm> = (0..100)
+            let candidates: Vec<Candidate> = (0..100)
                 .map(|_| {
                     let (global, enabled) = match d.below(5) {
                         0 => (Some(2), None),
@@ -1042,16 +1028,18 @@ mod tests {
                         global_max_retries: global,
                         ..Overrides::default()
                     };
-                    Arm {
-                        sim: template.varied(&mut d).sim(),
+                    Candidate {
+                        name: String::new(),
+                        simulator: template.varied(&mut d).sim(),
                         settings: global.map(|_| overrides.apply(&config)),
                     }
                 })
                 .collect();
+            let sets = PolicySets { baseline, candidates };
             let swept = |share: bool, count: &mut u64| {
                 let source = Files::open(&path, SchedulerConfig::default(), Overrides::default()).unwrap();
                 let before = REPLAYS.load(Ordering::Relaxed);
-                let s = sweep(source, &baseline, &arms, share, &Options::default(), &mut Quiet)
+                let s = sweep(source, &sets, share, &Options::default(), &mut Quiet)
                     .unwrap()
                     .unwrap();
                 *count += REPLAYS.load(Ordering::Relaxed) - before;

@@ -90,8 +90,10 @@ pub fn see(
     let asks = Asks {
         baseline_detail: Detail::Summary,
         baseline_categories: true,
+        // A window counts no estimate.
+        runs_left: false,
     };
-    let compared = compare_job(sets, settings, history, asks, reclassify, None)
+    let compared = compare_job(sets.view(), settings, history, asks, reclassify, None)
         .map_err(|e| format!("job `{}`: today's policy: {e}", history.job.id))?;
     let today = compared.baseline;
     let baseline = &today.report;
@@ -267,6 +269,7 @@ mod tests {
             candidates: vec![Candidate {
                 name: "c.yaml".into(),
                 simulator: sim(candidate),
+                settings: None,
             }],
         };
         see(&sets, &Settings::default(), h, &mut Reclassify::default()).unwrap()

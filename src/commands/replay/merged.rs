@@ -10,7 +10,7 @@
 
 use crate::app::Context;
 use crate::cli::{MergeArgs, MergeOutput};
-use crate::commands::replay::checks::{parse_backtest_at, shards_backtest_refusal};
+use crate::commands::replay::checks::shards_backtest_refusal;
 use crate::error::{CliError, ExitCode};
 use crate::output::history::write_summary;
 use crate::replay::partial::counts::{Counts, Sums};
@@ -220,14 +220,6 @@ pub fn not_an_output(output: MergeOutput, command: &str, formats: &str) -> anyho
         .map(|v| v.get_name().to_string())
         .unwrap_or_default();
     CliError::usage(format!("`-o {name}` is not an output of `{command}`: give {formats}")).into()
-}
-
-/// The shards' `--backtest-at`, as their run records it (`p`: the partial it is read from).
-pub fn backtest_at(p: &Partial, at: Option<&str>) -> anyhow::Result<Option<crate::model::failure_history::Timestamp>> {
-    // What the shard's own parse accepted: another value was written in by hand.
-    at.map(parse_backtest_at)
-        .transpose()
-        .map_err(|_| damaged(p, "its run's `backtestAt` is not an RFC 3339 time"))
 }
 
 /// Why the shards' `--backtest-at` has no answer from the merged trials: one process's

@@ -534,7 +534,7 @@ fn baseline_of(
         return Ok(Some((sides.baseline.simulator().cloned(), BaselineFrom::Files)));
     };
     let state = cluster::read(db)?;
-    let retry_policies = sides.spec.retry_policies.as_deref();
+    let retry_policies = sides.spec.sides.retry_policies.as_deref();
     Ok(
         load_from_cluster(ctx, state, retry_policies, queue, sides.baseline.engine)?
             .map(|b| (Some(sides.baseline.attach(b)), BaselineFrom::Cluster)),
@@ -542,7 +542,7 @@ fn baseline_of(
 }
 
 /// Some history to replay: `--history`, or `--lookout-db` (`$LOOKOUT_DB` resolved before,
-/// `history::resolve_replay_dsn`; `env`: it was, `--emit` reads no variable).
+/// `commands::replay::lookout::resolve_replay_dsn`; `env`: it was, `--emit` reads no variable).
 pub fn check_source(args: &ReplayArgs, env: bool) -> Result<(), CliError> {
     if args.history.is_none() && args.lookout_db.is_none() {
         let e = CliError::usage("give the history: `--history PATH` or `--lookout-db DSN --queue Q`");

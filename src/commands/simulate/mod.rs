@@ -45,7 +45,7 @@ use crate::app::Context;
 use crate::cli::{SimulateArgs, SimulateOutput};
 use crate::commands::replay::checks::{backtest_refusal, not_replayed_code, said_after_replay};
 use crate::commands::replay::held::Held;
-use crate::commands::replay::sides::{resolve, CandidateFrom, Sides, SidesSpec};
+use crate::commands::replay::sides::{resolve, CandidateFrom, ReplaySpec, Sides, SidesSpec};
 use crate::commands::replay::source::{self, check_flags, check_source, About, Open};
 use crate::engine::simulator::Simulator;
 use crate::error::{CliError, ExitCode};
@@ -56,13 +56,12 @@ use crate::output::sinks::sink;
 use crate::output::stderr::{invalid_text, Stderr};
 use crate::output::Format;
 use crate::replay::compare::Comparison;
-use crate::replay::incidents::Setting;
 use crate::replay::partial::{fingerprint, Header, Recorder};
 use crate::replay::recorded::Recorded;
 use crate::replay::run::{compare, replay, NoAnswer, Options, Out};
 use crate::replay::shard::Shard;
 use crate::replay::shard_ids::Tap;
-use crate::replay::sides::PolicySets;
+use crate::replay::sides::{OneCandidate, PolicySets};
 use crate::replay::source::HistorySource;
 use crate::replay::summary::Summary;
 
@@ -115,7 +114,12 @@ pub fn run(ctx: &mut Context, args: &SimulateArgs) -> anyhow::Result<ExitCode> {
         &sides,
         sim,
         opened.source,
-        opened.baseline.as_ref(),
+        // The baseline the source opened (the cluster's, or `--baseline`'s) and the candidate.
+        opened
+            .baseline
+            .and_then(|b| sides.policy_sets(Some(b), None))
+            .and_then(PolicySets::one)
+            .as_ref(),
         opened.from,
         opened.about,
         opened.empty,
@@ -125,20 +129,21 @@ pub fn run(ctx: &mut Context, args: &SimulateArgs) -> anyhow::Result<ExitCode> {
 
 /// The checks of simulate's flags before anything is read (`--emit` makes them too, in the
 /// same words), and its sides as they name them.
-pub fn check(args: &SimulateArgs) -> Result<SidesSpec, CliError> {
+pub fn check(args: &SimulateArgs) -> Result<ReplaySpec, CliError> {
     check_flags(&args.replay, &args.source.files)?;
     check_source(&args.replay, args.emit.emit.is_none())?;
     let candidate = match args.from_server {
         true => CandidateFrom::Server,
         false => CandidateFrom::Files(args.source.files.clone()),
     };
-    SidesSpec::of(
+    let sides = SidesSpec::of(
         &args.replay,
         candidate,
         args.source.recursive,
         args.categorizer.clone(),
         args.baseline_categorizer.clone(),
-    )
+    );
+    ReplaySpec::of(&args.replay, sides)
 }
 
 /// The replay (or, with a baseline, the comparison) into the sink of `-o`; `empty`: a history
@@ -152,7 +157,7 @@ fn drive<S: HistorySource>(
     sides: &Sides,
     sim: &Simulator,
     source: S,
-    baseline: Option<&Simulator>,
+    sets: Option<&OneCandidate>,
     from: Baseline,
     about: About,
     empty: bool,
@@ -161,13 +166,13 @@ fn drive<S: HistorySource>(
         backtest_at: sides.spec.backtest_time(),
         shard: args.replay.shard,
         explain: sides.baseline.explains(),
-        incidents: sides.spec.look(),
+        incidents: sides.spec.look().clone(),
     };
     // `--allow-empty` on a history with no job: the table is the summary of 0 jobs, whatever
     // the source (a YAML file or stdin would print one table per job: none).
-    let run = SimulateRun::new(args, sides, sim, baseline.is_some(), from, source.bulk() || empty);
+    let run = SimulateRun::new(args, sides, sim, sets.is_some(), from, source.bulk() || empty);
     let Ok(format) = Format::try_from(args.output) else {
-        return write_partial(ctx, &run, sim, source, baseline, about, &options);
+        return write_partial(ctx, &run, sim, source, sets, about, &options);
     };
     let mut held = options.backtest_at.map(|_| Held::default());
     let out: &mut dyn Write = match &mut held {
@@ -182,9 +187,8 @@ fn drive<S: HistorySource>(
     )
     .skipping(run.skip_invalid);
     let mut sink = sink(format, run.mode(), out, stderr);
-    let (code, used_given, refused, (errors, recorded)) = if let Some(old) = baseline {
-        let sets = PolicySets::pair(old.clone(), sim.clone());
-        let done = compare(source, &sets, &options, Out::Sink(&mut *sink))?;
+    let (code, used_given, refused, (errors, recorded)) = if let Some(sets) = sets {
+        let done = compare(source, sets, &options, Out::Sink(&mut *sink))?;
         (
             compare_code(&done.comparison, run.exit_code, run.strict, run.skip_invalid),
             done.used_given,
@@ -214,6 +218,8 @@ fn drive<S: HistorySource>(
 pub struct SimulateRun {
     /// Always `simulate`.
     pub command: String,
+    /// What the replay flags said (the sides, `--queue`, `--backtest-at`, `--incidents`).
+    pub spec: ReplaySpec,
     /// `--baseline` or `--baseline-from-cluster`: a comparison.
     pub compare: bool,
     pub baseline_from_cluster: bool,
@@ -226,14 +232,9 @@ pub struct SimulateRun {
     pub retry_policy: bool,
     /// The policies a job gets when its queue is not among the documents.
     pub given: Vec<String>,
-    /// `--backtest-at` as typed.
-    pub backtest_at: Option<String>,
     /// `--skip-invalid`: entries not replayed are counted and said, and exit 0.
     #[serde(default)]
     pub skip_invalid: bool,
-    /// `--incidents`, `--incident`.
-    #[serde(default, skip_serializing_if = "Setting::is_default")]
-    pub incidents: Setting,
     /// What the replay assumed of the scheduler, said on stderr (`Settings::assumed`): the
     /// merge says it again.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -251,6 +252,7 @@ impl SimulateRun {
     ) -> SimulateRun {
         SimulateRun {
             command: "simulate".into(),
+            spec: sides.spec.clone(),
             compare,
             baseline_from_cluster: from == Baseline::Cluster,
             bulk,
@@ -259,9 +261,7 @@ impl SimulateRun {
             strict: args.strict,
             retry_policy: args.replay.scheduler.retry_policies.is_some(),
             given: sim.given().to_vec(),
-            backtest_at: args.replay.backtest_at.clone(),
             skip_invalid: args.replay.skip_invalid,
-            incidents: sides.spec.incidents.clone(),
             scheduler: sides.settings.assumed(),
         }
     }
@@ -290,7 +290,7 @@ fn write_partial<S: HistorySource>(
     run: &SimulateRun,
     sim: &Simulator,
     source: S,
-    baseline: Option<&Simulator>,
+    sets: Option<&OneCandidate>,
     about: About,
     options: &Options,
 ) -> anyhow::Result<ExitCode> {
@@ -299,23 +299,15 @@ fn write_partial<S: HistorySource>(
         "run": run,
         "shards": shard.count,
         "candidate": sim.fingerprint(),
-        "baseline": baseline.map(Simulator::fingerprint),
+        "baseline": sets.map(|s| s.baseline.fingerprint()),
         "source": about.source,
     });
     let header = Header::new(shard, fingerprint(&inputs), serde_json::to_value(run)?);
     let mut rec = Recorder::new(&mut *ctx.out, &header, invalid_text, render_change)?;
     rec.keep_steps(crate::output::html::ROWS_PER_GROUP);
     let (source, noted) = Tap::new(source);
-    let totals = match baseline {
-        Some(old) => {
-            compare(
-                source,
-                &PolicySets::pair(old.clone(), sim.clone()),
-                options,
-                Out::Partial(&mut rec),
-            )?
-            .totals
-        }
+    let totals = match sets {
+        Some(sets) => compare(source, sets, options, Out::Partial(&mut rec))?.totals,
         None => replay(source, sim, options, Out::Partial(&mut rec))?.totals,
     };
     // A source cut short (a lost connection, said after this) leaves the partial without
@@ -372,7 +364,7 @@ pub fn conclude(
     used_given: bool,
 ) -> anyhow::Result<()> {
     if let Some(refused) = refused {
-        return Err(backtest_refusal(&refused, run.backtest_at.as_deref().unwrap_or_default()).into());
+        return Err(backtest_refusal(&refused, run.spec.backtest_text()).into());
     }
     if let Some(h) = held {
         h.release(&mut *ctx.out)?;

@@ -9,14 +9,12 @@ use crate::app::Context;
 use crate::cli::{MergeArgs, MergeOutput};
 use crate::commands::replay::held::Held;
 use crate::commands::replay::merged::{
-    add_folded, backtest_at, backtest_refused, for_each_entry, lookout_summary, missing, not_an_output, not_replayed,
-    run_of,
+    add_folded, backtest_refused, for_each_entry, lookout_summary, missing, not_an_output, not_replayed, run_of,
 };
 use crate::error::ExitCode;
 use crate::output::sinks::sink;
 use crate::output::stderr::Stderr;
 use crate::output::Format;
-use crate::replay::incidents::Look;
 use crate::replay::partial::{Item, Partial};
 use crate::replay::run::{CompareFold, Options, ReplayFold};
 
@@ -36,10 +34,10 @@ pub fn merge(ctx: &mut Context, args: &MergeArgs, partials: &mut [Partial]) -> a
     let run = &run;
     let format = Format::from(args.output);
     let options = Options {
-        backtest_at: backtest_at(&partials[0], run.backtest_at.as_deref())?,
+        backtest_at: run.spec.backtest_time(),
         shard: None,
         explain: false,
-        incidents: Look::of(&run.incidents),
+        incidents: run.spec.look().clone(),
     };
     let mut held = Held::for_stdout(&mut *ctx.out, ctx.out_is_stdout)?;
     // The replay's messages too, until every partial's seal is checked (at its last
@@ -99,7 +97,10 @@ pub fn merge(ctx: &mut Context, args: &MergeArgs, partials: &mut [Partial]) -> a
     }
     ctx.err.write_all(&said)?;
     if let Some(refused) = refused {
-        return Err(backtest_refused(&refused, run.backtest_at.as_deref()));
+        return Err(backtest_refused(
+            &refused,
+            run.spec.backtest_at.as_ref().map(|b| b.text.as_str()),
+        ));
     }
     conclude(ctx, run, Some(held), None, used_given)?;
     said_after(ctx, run, errors, &recorded)?;

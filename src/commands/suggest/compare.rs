@@ -14,7 +14,6 @@ use crate::app::Context;
 use crate::commands::replay::lookout::{history_named, no_job};
 use crate::commands::replay::source::FileSource;
 use crate::commands::replay::spool::{cannot_read_back, SpoolFile};
-use crate::engine::simulator::Simulator;
 use crate::engine::JobReport;
 use crate::error::CliError;
 use crate::model::failure_history::FailureHistory;
@@ -26,7 +25,7 @@ use crate::replay::backtest::Backtest;
 use crate::replay::explained::MaxContradictions;
 use crate::replay::incidents::{Detected, Look, Windows};
 use crate::replay::run::{compare_inspected, replay, NoAnswer, Options, Out};
-use crate::replay::sides::PolicySets;
+use crate::replay::sides::OneCandidate;
 use crate::replay::source::copy::{Again, Copy};
 use crate::replay::source::{Either, OneQueue};
 use crate::suggest::check::RuleCheck;
@@ -38,8 +37,8 @@ use super::{History, Suggest, NOTHING};
 
 /// The two sides pass 2 replays, and the format its comparisons are captured in.
 pub(super) struct Pass2<'a> {
-    pub baseline: &'a Simulator,
-    pub proposal: &'a Simulator,
+    /// The baseline and the proposal.
+    pub sets: &'a OneCandidate,
     pub format: Format,
     /// The incident windows pass 1 found: the estimates' rates leave their trials out.
     pub incidents: Windows,
@@ -124,7 +123,7 @@ impl Suggest {
             backtest_at: Some(backtest_at),
             shard: None,
             explain: false,
-            incidents: self.sides.spec.look(),
+            incidents: self.sides.spec.look().clone(),
         };
         let finished = std::mem::take(&mut pass.learning.trials)
             .finish_with(&options, Some(detected))
@@ -211,9 +210,8 @@ impl Suggest {
         let mut out = doc.member(out, "comparison")?;
         let mut quiet = io::sink();
         let stderr = match check {
-            Some(_) => {
-                Stderr::new(err, style, None, self.sides.spec.retry_policies.is_some()).skipping(self.run.skip_invalid)
-            }
+            Some(_) => Stderr::new(err, style, None, self.sides.spec.sides.retry_policies.is_some())
+                .skipping(self.run.skip_invalid),
             None => Stderr::new(&mut quiet, style, None, false),
         };
         let mut sink = view::CaptureSink::new(side.format, &mut out, stderr);
@@ -229,10 +227,9 @@ impl Suggest {
             }
         };
         let inspect = check.is_some() || by_queue.is_some();
-        let sets = PolicySets::pair(side.baseline.clone(), side.proposal.clone());
         let done = compare_inspected(
             source,
-            &sets,
+            side.sets,
             &options,
             Out::Sink(&mut sink),
             inspect.then_some(&look as _),
@@ -258,7 +255,7 @@ impl Suggest {
         let (mut quiet, mut nothing) = (io::sink(), io::sink());
         let stderr = Stderr::new(&mut quiet, style, None, false);
         let mut sink = view::CaptureSink::new(None, &mut nothing, stderr);
-        replay(source, side.baseline, &options, Out::Sink(&mut sink))?;
+        replay(source, &side.sets.baseline, &options, Out::Sink(&mut sink))?;
         Ok(sink.pending_gpu_hours())
     }
 }

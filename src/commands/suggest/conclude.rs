@@ -21,6 +21,7 @@ use crate::model::Action;
 use crate::output::mode::Baseline;
 use crate::output::suggest::{self as view, Report};
 use crate::output::Format;
+use crate::replay::{self, sides::PolicySets};
 use crate::suggest::check::RuleCheck;
 use crate::suggest::documents;
 use crate::suggest::exits::ExitCodes;
@@ -106,9 +107,18 @@ impl Suggest {
             &self.run.name,
             learned,
         );
+        let proposed = replay::sides::Candidate {
+            name: String::new(),
+            simulator: proposal.sim.clone(),
+            settings: None,
+        };
+        let sets = self
+            .sides
+            .policy_sets(Some(baseline.clone()), Some(vec![proposed]))
+            .and_then(PolicySets::one)
+            .expect("a baseline and one proposal");
         let side = Pass2 {
-            baseline,
-            proposal: &proposal.sim,
+            sets: &sets,
             format,
             incidents: incidents::known(&incidents),
         };
@@ -211,7 +221,7 @@ impl Suggest {
             &self.knobs,
             self.sides.engine,
             room,
-            self.today_default(baseline),
+            self.default_today(baseline),
         );
         let (mut verdicts, mut rules, default) = (proposed.verdicts, proposed.rules, proposed.default);
         self.categories_for_collisions(&mut verdicts, &mut rules, room, baseline);
@@ -232,7 +242,7 @@ impl Suggest {
                     &self.knobs,
                     self.sides.engine,
                     room,
-                    self.today_default(baseline),
+                    self.default_today(baseline),
                 );
                 self.categories_for_collisions(&mut with.verdicts, &mut with.rules, room, baseline);
                 if self.run.keep_categorizer {

@@ -34,7 +34,7 @@ use std::path::PathBuf;
 use crate::app::Context;
 use crate::cli::{ExecutorConfigFormat, SuggestArgs, SuggestOutput, WindowArgs};
 use crate::commands::replay::checks::{backtest_refusal, said_of_the_shards, shards_backtest_refusal};
-use crate::commands::replay::sides::{self, resolve, CandidateFrom, Sides, SidesSpec};
+use crate::commands::replay::sides::{self, resolve, CandidateFrom, ReplaySpec, Sides, SidesSpec};
 use crate::commands::replay::source::{self, check_flags, check_source, About, Open};
 use crate::engine::simulator::Simulator;
 use crate::engine::EngineKind;
@@ -130,7 +130,7 @@ fn refuse_design_baseline(sides: &Sides) -> Result<(), CliError> {
     let executor = sides.baseline.categorizer.as_ref().filter(|c| {
         crate::model::categorizer::shape_of(&c.file.document.node) == Some(crate::model::categorizer::Shape::Executor)
     });
-    let why = match (sides.spec.engine, executor) {
+    let why = match (sides.spec.sides.engine, executor) {
         (Some(EngineKind::Upstream), _) => "`--engine upstream`".to_string(),
         (None, Some(c)) => format!("`{}` is an executor's config", crate::diag::shown(&c.file.name)),
         _ => return Ok(()),
@@ -149,6 +149,7 @@ fn refuse_design_baseline(sides: &Sides) -> Result<(), CliError> {
     // The `--baseline` path as typed that holds the file (`current/`), else the file.
     let given = sides
         .spec
+        .sides
         .baseline
         .iter()
         .find(|p| std::path::Path::new(&file.name).starts_with(p))
@@ -175,7 +176,7 @@ fn refuse_design_baseline(sides: &Sides) -> Result<(), CliError> {
 /// The checks of suggest's flags before anything is read (`--emit` makes them too, in the
 /// same words): the knobs, what a sharded suggest cannot read, the source's flags, the time;
 /// and the sides they name (the proposal, its baseline, `--categorizer` the deployed config).
-pub fn check(args: &SuggestArgs) -> Result<(Knobs, SidesSpec), CliError> {
+pub fn check(args: &SuggestArgs) -> Result<(Knobs, ReplaySpec), CliError> {
     if args.exit_code {
         return Err(CliError::usage(
             "`suggest --exit-code` is gone: suggest exits 1 when its verdict is `reject`, in every format, and 0 on `adopt` and `keep`",
@@ -193,13 +194,14 @@ pub fn check(args: &SuggestArgs) -> Result<(Knobs, SidesSpec), CliError> {
     check_sharded(args)?;
     check_flags(&args.replay, &[])?;
     check_source(&args.replay, args.emit.emit.is_none())?;
-    let spec = SidesSpec::of(
+    let sides = SidesSpec::of(
         &args.replay,
         CandidateFrom::Proposed,
         false,
         None,
         args.categorizer.clone(),
-    )?;
+    );
+    let spec = ReplaySpec::of(&args.replay, sides)?;
     Ok((knobs, spec))
 }
 
@@ -430,7 +432,7 @@ impl Suggest {
             source,
             &baseline,
             self.sides.spec.backtest_time(),
-            &self.sides.spec.look(),
+            self.sides.spec.look(),
             None,
         )?;
         self.conclude(ctx, &baseline, from, pass)
@@ -464,7 +466,7 @@ impl Suggest {
             source,
             baseline,
             self.sides.spec.backtest_time(),
-            &self.sides.spec.look(),
+            self.sides.spec.look(),
             partial,
         )?;
         rec.job_ids(noted.take());

@@ -8,8 +8,9 @@
 
 use crate::cli::{ExecutorConfigFormat, MaxContradictions};
 use crate::commands::replay::checks::shell_word;
+use crate::engine::EngineFrom;
 use crate::engine::EngineKind;
-use crate::output::suggest::{self as view, EngineFrom};
+use crate::output::suggest as view;
 use crate::suggest::propose::{Defaults, Proposed, Verdict, MAX_LIMIT};
 
 use super::proposal::Proposal;
@@ -99,7 +100,7 @@ impl Suggest {
 
     /// The baseline, as given.
     fn baseline_words(&self) -> Vec<String> {
-        let r = &self.sides.spec;
+        let r = &self.sides.spec.sides;
         let mut baseline = Vec::new();
         if !r.baseline.is_empty() {
             let files: Vec<String> = r
@@ -117,7 +118,7 @@ impl Suggest {
 
     /// What the proposal was learned with, where not the default; and the engine's flag alone.
     fn knob_words(&self) -> (Vec<String>, Option<String>) {
-        let (a, r) = (&self.run, &self.sides.spec);
+        let (a, r) = (&self.run, &self.sides.spec.sides);
         let mut knobs = Vec::new();
         // The engine only as given: else the sides' dialect picks it again, as it did here.
         let engine =
@@ -144,7 +145,7 @@ impl Suggest {
         if a.keep_categorizer {
             knobs.push("--keep-categorizer".to_string());
         }
-        if let Some(t) = &r.backtest_at {
+        if let Some(t) = &self.sides.spec.backtest_at {
             knobs.push(format!("--backtest-at {}", shell_word(&t.text)));
         }
         (knobs, engine)
@@ -226,7 +227,7 @@ impl Suggest {
         let word = |p: &std::path::Path| shell_word(&p.display().to_string());
         match (
             self.sides.engine,
-            &self.sides.spec.baseline_categorizer,
+            &self.sides.spec.sides.baseline_categorizer,
             self.deployed(),
         ) {
             (EngineKind::Upstream, Some(c), _) => Some(format!("--baseline-categorizer {}", word(c))),

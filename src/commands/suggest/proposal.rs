@@ -88,24 +88,12 @@ impl Suggest {
         }
     }
 
-    /// Today's default, as the proposal's settings take it from the baseline: a Retry
-    /// default's limit is its policy's, else the global cap; no policy fails (the legacy path).
-    pub(super) fn today_default(&self, baseline: &Simulator) -> DefaultDecision {
+    /// Today's default, as the proposal's settings take it from the baseline
+    /// (`DefaultDecision::today`).
+    pub(super) fn default_today(&self, baseline: &Simulator) -> DefaultDecision {
         let settings = self.settings(baseline);
-        match settings.default_action.unwrap_or(Action::Fail) {
-            Action::Retry => DefaultDecision {
-                action: Action::Retry,
-                limit: Some(
-                    settings
-                        .retry_limit
-                        .unwrap_or(self.sides.settings.applied().global_max_retries),
-                ),
-            },
-            Action::Fail => DefaultDecision {
-                action: Action::Fail,
-                limit: None,
-            },
-        }
+        let global = self.sides.settings.applied().global_max_retries;
+        DefaultDecision::today(settings.default_action, settings.retry_limit, global)
     }
 
     /// The proposal's settings: today's, with the learned default when it differs
@@ -196,7 +184,7 @@ impl Suggest {
         baseline: &Simulator,
     ) {
         if self.sides.engine == EngineKind::Upstream && !self.run.keep_categorizer {
-            collided_uncategorized(verdicts, rules, room, self.today_default(baseline));
+            collided_uncategorized(verdicts, rules, room, self.default_today(baseline));
         }
     }
 

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use crate::cli::SuggestArgs;
-use crate::commands::replay::sides::SidesSpec;
+use crate::commands::replay::sides::ReplaySpec;
 use crate::replay::explained::MaxContradictions;
 use crate::suggest::propose::Knobs;
 
@@ -20,7 +20,8 @@ pub struct SuggestRun {
     /// Always `suggest`.
     pub command: String,
     pub history: PathBuf,
-    pub sides: SidesSpec,
+    /// What the replay flags said (the sides, `--queue`, `--backtest-at`, `--incidents`).
+    pub spec: ReplaySpec,
     pub min_trials: u64,
     pub futile: f64,
     pub max_limit: u32,
@@ -38,12 +39,12 @@ pub struct SuggestRun {
 }
 
 impl SuggestRun {
-    pub(super) fn new(args: &SuggestArgs, knobs: Knobs, sides: &SidesSpec) -> SuggestRun {
+    pub(super) fn new(args: &SuggestArgs, knobs: Knobs, spec: &ReplaySpec) -> SuggestRun {
         SuggestRun {
             command: "suggest".into(),
             // A shard's source is a file or directory (`check_sharded`).
             history: args.replay.history.clone().unwrap_or_default(),
-            sides: sides.clone(),
+            spec: spec.clone(),
             min_trials: knobs.min_trials,
             futile: knobs.futile,
             max_limit: knobs.max_limit,

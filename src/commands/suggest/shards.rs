@@ -71,11 +71,11 @@ fn conclude_merged(
     shards: Shards<'_>,
 ) -> anyhow::Result<ExitCode> {
     // The merge's `-o policy` writes the shards' `--queue` as a Queue: its flag, refused alike.
-    check_queue(run.sides.queue.as_deref(), output)?;
+    check_queue(run.spec.queue.as_deref(), output)?;
     // What the shard's own checks accepted: another run was written in by hand.
     let knobs = check_knobs(run.min_trials, run.futile, run.max_limit, run.extrapolate, &run.name)
         .map_err(|e| Unmergeable(format!("is damaged: its run: {}", e.message)))?;
-    let Some(sides) = resolve(ctx, run.sides.clone())? else {
+    let Some(sides) = resolve(ctx, run.spec.clone())? else {
         return Ok(ExitCode::InvalidInput);
     };
     let suggest = Suggest {
@@ -120,7 +120,7 @@ fn conclude_merged(
         // No job replayed: no pass 2 will say why each entry was not read. Pass 1 over the
         // history again says it, with its file, line and reason, as one process does.
         let at = suggest.sides.spec.backtest_time();
-        pass.unsaid = learn(ctx.style, files, &baseline, at, &suggest.sides.spec.look(), None)?.unsaid;
+        pass.unsaid = learn(ctx.style, files, &baseline, at, suggest.sides.spec.look(), None)?.unsaid;
     }
     Ok(suggest.conclude(ctx, &baseline, Baseline::Files, pass)?.code)
 }

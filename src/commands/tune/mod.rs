@@ -1,7 +1,7 @@
 //! `retryctl tune`: which retry policy should this cluster run? (docs/tune.md)
 //!
 //! Load (the template, its varies checked and counted before anything else, each candidate's
-//! documents, the baseline) → `tune::sweep` over the history source `replay_source` opens →
+//! documents, the baseline) → `tune::sweep` over the history source `commands::replay::source` opens →
 //! `tune::rank` → `output::tune`. `--pick N` without a history writes candidate N's documents
 //! without a replay; given one, it searches as `--pick recommended` does, and writes candidate
 //! N unless N loses a job the baseline saves or breaks a constraint (then exit 1, nothing
@@ -35,11 +35,10 @@ use crate::commands::replay::held::Held;
 use crate::commands::replay::lookout::SET_LOOKOUT_DB;
 use crate::commands::replay::policy_set::{policy_set, Unusable};
 use crate::commands::replay::sides::{
-    candidate_side, compile, compiled, resolve, BaselinePolicies, CandidateFrom, Sides, SidesSpec,
+    candidate_side, compile, compiled, resolve, BaselinePolicies, CandidateFrom, ReplaySpec, Sides, SidesSpec,
 };
 use crate::commands::replay::source::{self, check_flags, About, Open};
 use crate::engine::categorizer::Classifier;
-use crate::engine::simulator::Simulator;
 use crate::error::{CliError, ExitCode};
 use crate::input::SourceFile;
 use crate::model::encode::{policy_document, queue_document, to_yaml};
@@ -57,9 +56,10 @@ use crate::replay::partial::{fingerprint, Header, Recorder};
 use crate::replay::run::{CompareTally, Options};
 use crate::replay::shard::Shard;
 use crate::replay::shard_ids::Tap;
+use crate::replay::sides::{self as policy_sets, PolicySets};
 use crate::replay::source::HistorySource;
 use crate::tune::rank::{rank, Constraints, MaxCompute, Ranked};
-use crate::tune::sweep::{shares_matching, sweep, sweep_partial, Arm, BaselineTally, Swept};
+use crate::tune::sweep::{shares_matching, sweep, sweep_partial, BaselineTally, Swept};
 use crate::tune::{count, parse_vary, Candidate, CandidateError, Target, Template, Values, Vary};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -157,6 +157,7 @@ pub fn run(ctx: &mut Context, args: &TuneArgs) -> anyhow::Result<ExitCode> {
         .collect();
     let run = TuneRun {
         command: "tune".into(),
+        spec: sides.spec.clone(),
         ids,
         skipped,
         varied,
@@ -166,11 +167,9 @@ pub fn run(ctx: &mut Context, args: &TuneArgs) -> anyhow::Result<ExitCode> {
         max_compute: args.max_compute.clone(),
         max_contradictions: args.max_contradictions,
         pick_command,
-        backtest_at: replay.backtest_at.clone(),
-        incidents: sides.spec.incidents.clone(),
         exit_code: args.exit_code,
         retry_policy: replay.scheduler.retry_policies.is_some(),
-        given: arms.first().map(|a| a.sim.given().to_vec()).unwrap_or_default(),
+        given: arms.first().map(|a| a.simulator.given().to_vec()).unwrap_or_default(),
         categorized: sides.candidate().categorizer.is_some() || sides.baseline.categorizer.is_some(),
         skip_invalid: replay.skip_invalid,
         scheduler: sides.settings.assumed(),
@@ -179,14 +178,13 @@ pub fn run(ctx: &mut Context, args: &TuneArgs) -> anyhow::Result<ExitCode> {
         format,
         pick,
         force: args.force,
-        arms,
         run,
         max_compute,
         options: Options {
             backtest_at: sides.spec.backtest_time(),
             shard: replay.shard,
             explain: sides.baseline.explains(),
-            incidents: sides.spec.look(),
+            incidents: sides.spec.look().clone(),
         },
         template: &template,
         varies: &varies,
@@ -200,7 +198,9 @@ pub fn run(ctx: &mut Context, args: &TuneArgs) -> anyhow::Result<ExitCode> {
     let Some(opened) = source::open(ctx, &sides, open)? else {
         return Ok(ExitCode::InvalidInput);
     };
-    let code = tune.drive(ctx, opened.source, opened.baseline.as_ref(), opened.from, opened.about)?;
+    // The baseline the source opened (the cluster's, or the sides' own) and the candidates.
+    let sets = opened.baseline.and_then(|b| sides.policy_sets(Some(b), Some(arms)));
+    let code = tune.drive(ctx, opened.source, sets, opened.from, opened.about)?;
     opened.end.finish(ctx, code)
 }
 
@@ -211,8 +211,8 @@ pub struct Checked {
     /// `None`: `--pick` (its YAML).
     format: Option<TuneOutput>,
     max_compute: Option<MaxCompute>,
-    /// The sides its flags name: the template and the baseline.
-    sides: SidesSpec,
+    /// The sides its flags name (the template and the baseline), and its replay.
+    sides: ReplaySpec,
 }
 
 /// The checks of tune's flags before anything is read, in the same words for a run and for
@@ -262,12 +262,15 @@ pub fn check(args: &TuneArgs) -> Result<Checked, CliError> {
         _ => {}
     }
     let max_compute = args.max_compute.as_deref().map(parse_max_compute).transpose()?;
-    let sides = SidesSpec::of(
+    let sides = ReplaySpec::of(
         replay,
-        CandidateFrom::Template(args.source.files.clone()),
-        args.source.recursive,
-        args.categorizer.clone(),
-        args.baseline_categorizer.clone(),
+        SidesSpec::of(
+            replay,
+            CandidateFrom::Template(args.source.files.clone()),
+            args.source.recursive,
+            args.categorizer.clone(),
+            args.baseline_categorizer.clone(),
+        ),
     )?;
     if args.source.files.is_empty() {
         return Err(CliError::usage("give the template's documents with `-f PATH`"));
@@ -292,7 +295,7 @@ fn parse_varies(args: &TuneArgs) -> Result<Vec<Vary>, CliError> {
 
 /// The candidates: an arm for each one that validates and its engine can evaluate, with its
 /// id and values (in the same order); the others skipped with their errors.
-type Built = (Vec<Arm>, Vec<(u64, Values)>, Vec<Skipped>);
+type Built = (Vec<policy_sets::Candidate>, Vec<(u64, Values)>, Vec<Skipped>);
 
 /// The candidates of `varies` ([`Built`]).
 fn candidates(template: &Template, varies: &[Vary], sides: &Sides) -> anyhow::Result<Built> {
@@ -346,7 +349,7 @@ fn candidates(template: &Template, varies: &[Vary], sides: &Sides) -> anyhow::Re
                 }
             }
         };
-        let set = policy_set(&c.files, sides.spec.retry_policies.as_deref(), sides.engine).and_then(|sim| {
+        let set = policy_set(&c.files, sides.spec.sides.retry_policies.as_deref(), sides.engine).and_then(|sim| {
             candidate_side(sim, sides.baseline.given(), classifier).map_err(|e| Unusable::Invalid(CliError::invalid(e)))
         });
         match set {
@@ -355,7 +358,11 @@ fn candidates(template: &Template, varies: &[Vary], sides: &Sides) -> anyhow::Re
                     (Ok(config), true) => Some(overrides.apply(config)),
                     _ => None,
                 };
-                arms.push(Arm { sim, settings });
+                arms.push(policy_sets::Candidate {
+                    name: String::new(),
+                    simulator: sim,
+                    settings,
+                });
                 ids.push((c.id, c.values));
             }
             Err(Unusable::Unreadable(fields)) => skipped.push(Skipped {
@@ -379,14 +386,13 @@ fn candidates(template: &Template, varies: &[Vary], sides: &Sides) -> anyhow::Re
     Ok((arms, ids, skipped))
 }
 
-/// The sweep, the ranking and the output, over the source `replay_source` opened.
+/// The sweep, the ranking and the output, over the source `commands::replay::source` opened.
 struct Tune<'a> {
     /// `None`: `--pick`.
     format: Option<TuneOutput>,
     pick: Option<Pick>,
     /// `--force`: write a pick that loses a job or breaks a constraint.
     force: bool,
-    arms: Vec<Arm>,
     run: TuneRun,
     max_compute: Option<MaxCompute>,
     options: Options,
@@ -401,6 +407,9 @@ struct Tune<'a> {
 pub struct TuneRun {
     /// Always `tune`.
     pub command: String,
+    /// What the replay flags said (the template and the baseline, `--queue`,
+    /// `--backtest-at`, `--incidents`).
+    pub spec: ReplaySpec,
     /// The candidates swept, by id, with their values (in the order of the tallies).
     pub ids: Vec<(u64, Values)>,
     pub skipped: Vec<Skipped>,
@@ -415,10 +424,6 @@ pub struct TuneRun {
     #[serde(default)]
     pub max_contradictions: MaxContradictions,
     pub pick_command: String,
-    pub backtest_at: Option<String>,
-    /// `--incidents`, `--incident`.
-    #[serde(default, skip_serializing_if = "crate::replay::incidents::Setting::is_default")]
-    pub incidents: crate::replay::incidents::Setting,
     pub exit_code: bool,
     /// `--retry-policy` was given.
     pub retry_policy: bool,
@@ -438,17 +443,17 @@ pub struct TuneRun {
 }
 
 impl Tune<'_> {
-    /// The sweep over `source` against `baseline` (its categorizer attached), then the
+    /// The sweep of `sets` (the baseline, its categorizer attached, and the candidates) over `source`, then the
     /// ranking and the output, the pick, or the partial.
     fn drive<S: HistorySource>(
         &mut self,
         ctx: &mut Context,
         source: S,
-        baseline: Option<&Simulator>,
+        sets: Option<PolicySets>,
         from: Baseline,
         about: About,
     ) -> anyhow::Result<ExitCode> {
-        let Some(baseline) = baseline else {
+        let Some(sets) = sets else {
             return Err(CliError::usage("no baseline to compare the candidates with").into());
         };
         if from == Baseline::Cluster {
@@ -456,7 +461,7 @@ impl Tune<'_> {
         }
         let shared = shares_matching(self.varies);
         if self.format == Some(TuneOutput::Partial) {
-            return self.write_partial(ctx, source, baseline, shared, about);
+            return self.write_partial(ctx, source, &sets, shared, about);
         }
         let mut listener = StderrListener(
             Stderr::new(
@@ -467,13 +472,11 @@ impl Tune<'_> {
             )
             .skipping(self.run.skip_invalid),
         );
-        let swept = sweep(source, baseline, &self.arms, shared, &self.options, &mut listener)?;
+        let swept = sweep(source, &sets, shared, &self.options, &mut listener)?;
         listener.0.finish()?;
         let swept = match swept {
             Ok(s) => s,
-            Err(refused) => {
-                return Err(backtest_refusal(&refused, self.run.backtest_at.as_deref().unwrap_or_default()).into())
-            }
+            Err(refused) => return Err(backtest_refusal(&refused, self.run.spec.backtest_text()).into()),
         };
         let (Some(format), None) = (self.format, self.pick) else {
             return self.pick(ctx, swept);
@@ -554,27 +557,27 @@ impl Tune<'_> {
         &self,
         ctx: &mut Context,
         source: S,
-        baseline: &Simulator,
+        sets: &PolicySets,
         shared: bool,
         about: About,
     ) -> anyhow::Result<ExitCode> {
         let shard = self.options.shard.unwrap_or(Shard::WHOLE);
-        let arms: Vec<serde_json::Value> = self
-            .arms
+        let arms: Vec<serde_json::Value> = sets
+            .candidates
             .iter()
-            .map(|a| serde_json::json!([a.sim.fingerprint(), a.settings.as_ref().map(|s| format!("{s:?}"))]))
+            .map(|a| serde_json::json!([a.simulator.fingerprint(), a.settings.as_ref().map(|s| format!("{s:?}"))]))
             .collect();
         let inputs = serde_json::json!({
             "run": self.run,
             "shards": shard.count,
-            "baseline": baseline.fingerprint(),
+            "baseline": sets.baseline.fingerprint(),
             "arms": arms,
             "source": about.source,
         });
         let header = Header::new(shard, fingerprint(&inputs), serde_json::to_value(&self.run)?);
         let mut rec = Recorder::new(&mut *ctx.out, &header, invalid_text, render_change)?;
         let (source, noted) = Tap::new(source);
-        let tallies = sweep_partial(source, baseline, &self.arms, shared, &self.options, &mut rec)?;
+        let tallies = sweep_partial(source, sets, shared, &self.options, &mut rec)?;
         if !about.interrupted() {
             rec.job_ids(noted.take());
             rec.end(about.digest.get(), tallies, about.lookout())?;

@@ -9,8 +9,8 @@ use crate::app::Context;
 use crate::cli::{MergeArgs, MergeOutput};
 use crate::commands::replay::checks::parse_max_compute;
 use crate::commands::replay::merged::{
-    add_totals, backtest_at, backtest_refused, damaged, for_each_entry, lookout_summary, missing, not_an_output,
-    not_replayed, run_of,
+    add_totals, backtest_refused, damaged, for_each_entry, lookout_summary, missing, not_an_output, not_replayed,
+    run_of,
 };
 use crate::error::ExitCode;
 use crate::output::stderr::Stderr;
@@ -37,10 +37,10 @@ pub fn merge(ctx: &mut Context, args: &MergeArgs, partials: &mut [Partial]) -> a
     let run: TuneRun = run_of(partials)?;
     let run = &run;
     let options = Options {
-        backtest_at: backtest_at(&partials[0], run.backtest_at.as_deref())?,
+        backtest_at: run.spec.backtest_time(),
         shard: None,
         explain: false,
-        incidents: crate::replay::incidents::Look::of(&run.incidents),
+        incidents: run.spec.look().clone(),
     };
     // What the shard's own parse accepted: another value was written in by hand.
     let max_compute = match run.max_compute.as_deref().map(parse_max_compute).transpose() {
@@ -92,7 +92,12 @@ pub fn merge(ctx: &mut Context, args: &MergeArgs, partials: &mut [Partial]) -> a
     ctx.err.write_all(&said)?;
     let swept = match swept {
         Ok(s) => s,
-        Err(refused) => return Err(backtest_refused(&refused, run.backtest_at.as_deref())),
+        Err(refused) => {
+            return Err(backtest_refused(
+                &refused,
+                run.spec.backtest_at.as_ref().map(|b| b.text.as_str()),
+            ))
+        }
     };
     let code = finish(ctx, swept, run, max_compute, format, None)?;
     lookout_summary(ctx, partials)?;

@@ -26,7 +26,7 @@ use std::time::Duration;
 use crate::app::Context;
 use crate::cli::WatchArgs;
 use crate::commands::replay::lookout::{duration_flag, resolve_dsn, time_flag, SET_LOOKOUT_DB};
-use crate::commands::replay::sides::{candidate_name, resolve, SidesSpec};
+use crate::commands::replay::sides::{candidate_name, resolve, ReplaySpec};
 use crate::connection::parse_timeout;
 use crate::error::{CliError, ExitCode};
 use crate::model::duration::GoDuration;
@@ -154,7 +154,7 @@ pub fn run(ctx: &mut Context, args: &WatchArgs) -> anyhow::Result<ExitCode> {
     let lock = state_file::lock(&args.state)?;
     let text = state_file::read(&args.state)?;
     let timeout = parse_timeout(&ctx.global.timeout)?;
-    let Some(sides) = resolve(ctx, SidesSpec::of_watch(args))? else {
+    let Some(sides) = resolve(ctx, ReplaySpec::of_watch(args))? else {
         return Ok(ExitCode::InvalidInput);
     };
     let queues = if args.queues.is_empty() {
@@ -169,7 +169,7 @@ pub fn run(ctx: &mut Context, args: &WatchArgs) -> anyhow::Result<ExitCode> {
         .into());
     }
     let sets = sides
-        .policy_sets()
+        .policy_sets(None, None)
         .expect("watch's sides are files, known before the history is read");
     let names = sets.names();
     let settings = sides.settings.applied();

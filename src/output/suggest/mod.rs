@@ -29,7 +29,7 @@ use super::style::Style;
 use super::Format;
 
 pub use capture::{backtest_tail, BacktestTail, CaptureSink, Captured, Member};
-pub use report::{BacktestHead, Commands, EngineFrom, Head, IncidentsView, Report};
+pub use report::{BacktestHead, Commands, Head, IncidentsView, Report};
 pub use words::evidence;
 
 /// The `{suggest: …}` record written in pieces around the streamed comparisons, or the

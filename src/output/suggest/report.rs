@@ -4,7 +4,7 @@
 //!
 //! Owns: those types, plain data. Must not: write anything (the formats do) or count.
 
-use crate::engine::EngineKind;
+use crate::engine::{EngineFrom, EngineKind};
 use crate::model::duration::GoDuration;
 use crate::output::mode::Baseline;
 use crate::suggest::documents::Upstream;
@@ -92,18 +92,4 @@ pub struct IncidentsView<'a> {
     /// Retry rules whose first delay is shorter than the median window (design), and that
     /// delay.
     pub short_backoff: Vec<(String, GoDuration)>,
-}
-
-/// Where the engine came from (docs/engines.md "Which engine decides").
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum EngineFrom {
-    /// `--engine`.
-    Flag,
-    /// The `--baseline` files' RetryPolicy documents, all `armadaproject.io/v1beta1` (upstream)
-    /// or not (design): what they are, in words (`is armadaproject.io/v1`).
-    Baseline(&'static str),
-    /// `--baseline-from-cluster`: upstream's server stores today's Armada's policies.
-    Cluster,
-    /// No baseline to take a dialect from: the design's.
-    NoBaseline,
 }

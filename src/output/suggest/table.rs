@@ -18,11 +18,12 @@ use crate::replay::sink::Estimates;
 use crate::suggest::verdict::{Decision, Judgement};
 
 use super::capture::{BacktestTail, Captured};
-use super::report::{EngineFrom, Report};
+use super::report::Report;
 use super::words::{
     as_written, backoff_words, collisions_ran_words, decision_words, default_row, estimated, gpu_cell, incidents_words,
     merged_words, no_rules, rate_words, sensitive_words, short, today, window_words, TOP,
 };
+use crate::engine::EngineFrom;
 
 /// Incident windows the table lists (json lists every one).
 const WINDOWS: usize = 10;

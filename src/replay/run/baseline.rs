@@ -13,7 +13,7 @@ use crate::model::failure_history::{FailureHistory, Final};
 use crate::replay::compare::{Comparison, JobDiff, Side, Steps, Transition};
 use crate::replay::fallback::{fallback, Fallback, Fallbacks};
 use crate::replay::parallel::{for_each_ordered, Decoded, Emitted, Processed};
-use crate::replay::sides::PolicySets;
+use crate::replay::sides::OneCandidate;
 use crate::replay::sink::{Change, Message, Needs, Sink, Totals};
 use crate::replay::source::{HistorySource, Progress};
 use crate::replay::spool::{Changed, Spool};
@@ -26,13 +26,13 @@ use super::shared::{
     ignore_closed, not_replayed, not_replayed_entry, record, write_or_stop, Compared, NotReplayed, Out,
 };
 
-/// Replays every job of `source` under `sets`' baseline and its one candidate (docs/what-if.md, docs/estimates.md) into
+/// Replays every job of `source` under `sets`' baseline and its candidate (docs/what-if.md, docs/estimates.md) into
 /// `out`: each changed job to [`Sink::change`], with the estimate of each side that is
 /// Pending; returns the totals it handed to [`Sink::end`] (or, into a partial, the shard's
 /// totals). Expectations are not checked in this mode.
 pub fn compare<S: HistorySource>(
     source: S,
-    sets: &PolicySets,
+    sets: &OneCandidate,
     options: &Options,
     out: Out<'_, '_>,
 ) -> io::Result<Compared> {
@@ -44,10 +44,10 @@ pub fn compare<S: HistorySource>(
 /// checks its rules through it.
 pub type Inspect<'a> = &'a (dyn Fn(&FailureHistory, &JobReport, &JobReport) + Sync);
 
-/// [`compare`], showing `inspect` every job both sides replayed. `sets` holds one candidate.
+/// [`compare`], showing `inspect` every job both sides replayed.
 pub fn compare_inspected<S: HistorySource>(
     source: S,
-    sets: &PolicySets,
+    sets: &OneCandidate,
     options: &Options,
     out: Out<'_, '_>,
     inspect: Option<Inspect<'_>>,
@@ -66,8 +66,8 @@ pub fn compare_inspected<S: HistorySource>(
     } else {
         Detail::Outcome
     };
-    let categorized = sets.categorized();
-    let candidate = &sets.candidates[0].simulator;
+    let categorized = sets.view().categorized();
+    let candidate = &sets.candidate.simulator;
     let work = |part: &mut Part, job: Decoded<'_>| {
         let Decoded {
             origin,
@@ -84,15 +84,17 @@ pub fn compare_inspected<S: HistorySource>(
         let asks = Asks {
             baseline_detail,
             baseline_categories: false,
+            runs_left: true,
         };
-        let compared = compare_job(sets, settings, history, asks, &mut part.reclassify, counts)
+        let compared = compare_job(sets.view(), settings, history, asks, &mut part.reclassify, counts)
             .map_err(|e| format!("{origin}: job `{}`: baseline: {e}", history.job.id))?;
         let JobCompared { baseline, candidates } = compared;
         let (b, b_left) = (baseline.report, baseline.runs_left);
+        // One candidate, one replay (`SetsView` of a `OneCandidate`).
         let (c, c_left) = match candidates.into_iter().next() {
             Some(Ok(c)) => (c.report, c.runs_left),
             Some(Err(e)) => return Err(format!("{origin}: job `{}`: {e}", history.job.id)),
-            None => unreachable!("a comparison has one candidate"),
+            None => return Err(format!("{origin}: job `{}`: no candidate replayed it", history.job.id)),
         };
         let h: &FailureHistory = history;
         if options.explain {

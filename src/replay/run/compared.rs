@@ -7,30 +7,15 @@
 //! they share one), replays it, counts its collisions and, when it is Pending, the runs it has
 //! left; the recorded categories are put back after.
 //!
-//! Owns: [`compare_job`], [`Asks`], [`JobCompared`], [`SideReplayed`], [`SideCounts`]. Must not: fold
+//! Owns: [`compare_job`], [`Asks`], [`JobCompared`], [`SideCounts`]. Must not: fold
 //! jobs, hand anything to a sink, or word an error beyond the side it comes from.
 
-use crate::engine::simulator::Simulator;
-use crate::engine::{Detail, JobReport, Settings};
-use crate::model::failure_history::{FailureHistory, Final};
+use crate::engine::{Detail, Settings};
+use crate::model::failure_history::FailureHistory;
 use crate::replay::categorize::{CategoryCounts, Reclassify};
-use crate::replay::sides::PolicySets;
+use crate::replay::sides::SetsView;
 
-use super::job::{replay_job_detailed, runs_left_after, JobFacts};
-
-/// One side's replay of a job.
-pub struct SideReplayed {
-    pub report: JobReport,
-    /// When the side leaves the job Pending: the runs it has left (docs/estimates.md).
-    pub runs_left: Option<u32>,
-    /// Its Retry decisions on runs whose pod the executor keeps (under the upstream engine,
-    /// with a categorizer): the retried pod reuses the name and collides.
-    pub collisions: u64,
-    /// When asked ([`Asks::baseline_categories`], the baseline only): each run's category as
-    /// this side saw it (classified by its categorizer, else recorded), by the history's run
-    /// index.
-    pub categories: Vec<Option<String>>,
-}
+use super::side::{as_side, replay_classified, replay_side, SideAsks, SideReplayed};
 
 /// What a caller asks of a job's comparison beyond each side's outcome.
 #[derive(Debug, Clone, Copy)]
@@ -40,10 +25,13 @@ pub struct Asks {
     pub baseline_detail: Detail,
     /// The baseline side's category of each run (`watch`'s futile retries by category).
     pub baseline_categories: bool,
+    /// The runs each side has left when it leaves the job Pending (the estimates'; `watch`
+    /// counts none).
+    pub runs_left: bool,
 }
 
 /// A job under every side: the baseline's replay and each candidate's, in
-/// [`PolicySets::candidates`]' order (an `Err` says why that candidate could not replay it).
+/// [`SetsView::candidates`]' order (an `Err` says why that candidate could not replay it).
 pub struct JobCompared {
     pub baseline: SideReplayed,
     pub candidates: Vec<Result<SideReplayed, String>>,
@@ -56,84 +44,87 @@ pub struct SideCounts<'a> {
     pub candidates: &'a mut [CategoryCounts],
 }
 
-/// `history` under every side of `sets`: the baseline with what `asks` asks of it, each
-/// candidate for its outcome.
+/// `history` under every side of `sets` (each by the per-side step, `replay_side`): the
+/// baseline with what `asks` asks of it, each candidate for its outcome, under its own
+/// scheduler settings when it has some.
 /// `Err`: the baseline could not replay it (nothing else is replayed). `counts`: where each
 /// side's category changes and collisions are added, when they are counted. `reclassify` is
 /// the worker's scratch; `history` is as it was given when this returns.
 pub fn compare_job(
-    sets: &PolicySets,
+    sets: SetsView<'_>,
     settings: &Settings,
     history: &mut FailureHistory,
     asks: Asks,
     reclassify: &mut Reclassify,
-    mut counts: Option<SideCounts<'_>>,
+    counts: Option<SideCounts<'_>>,
 ) -> Result<JobCompared, String> {
-    // One categorizer for every side classifies the history once for all; with counts of
-    // several candidates, each side counts its own.
-    let shared = sets.shared_categorizer() && (counts.is_none() || sets.candidates.len() == 1);
-    let mut scratch = CategoryCounts::default();
-    if let (true, Some(c)) = (shared, sets.baseline.categorizer()) {
-        match counts.as_mut() {
-            Some(n) => reclassify.apply(c, history, n.baseline, n.candidates.first_mut()),
-            None => reclassify.apply(c, history, &mut scratch, None),
-        }
-    }
-    let mut side = |sim: &Simulator, counts: Option<&mut CategoryCounts>, detail: Detail, categories: bool| {
-        let categorizer = sim.categorizer();
-        let counts = counts.unwrap_or(&mut scratch);
-        if let (false, Some(c)) = (shared, categorizer) {
-            reclassify.apply(c, history, counts, None);
-        }
-        let replayed = replay_job_detailed(sim, settings, history, detail).map(|mut report| {
-            let pending = report.take_pending();
-            let runs_left = (report.status.final_state() == Final::Pending)
-                .then(|| runs_left_after(sim, settings, &JobFacts::new(history), pending));
-            let collisions = match categorizer {
-                Some(_) => reclassify.collided(sim.engine(), &report),
-                None => 0,
-            };
-            counts.collisions += collisions;
-            let categories = match categories {
-                true => history.runs.iter().map(|r| r.category.clone()).collect(),
-                false => Vec::new(),
-            };
-            SideReplayed {
-                report,
-                runs_left,
-                collisions,
-                categories,
-            }
-        });
-        if let (false, Some(_)) = (shared, categorizer) {
-            reclassify.restore(history);
-        }
-        replayed
+    let baseline_asks = SideAsks {
+        detail: asks.baseline_detail,
+        runs_left: asks.runs_left,
+        categories: asks.baseline_categories,
+        annotate: false,
     };
-    let (baseline_counts, mut candidate_counts) = match counts {
+    let candidate_asks = SideAsks::outcome(asks.runs_left);
+    let (mut baseline_counts, mut candidate_counts) = match counts {
         Some(SideCounts { baseline, candidates }) => (Some(baseline), Some(candidates)),
         None => (None, None),
     };
-    let baseline = side(
-        &sets.baseline,
-        baseline_counts,
-        asks.baseline_detail,
-        asks.baseline_categories,
-    );
-    let compared = baseline.map(|baseline| JobCompared {
-        baseline,
-        candidates: sets
-            .candidates
-            .iter()
-            .enumerate()
-            .map(|(i, c)| {
-                let counts = candidate_counts.as_mut().and_then(|n| n.get_mut(i));
-                side(&c.simulator, counts, Detail::Outcome, false)
-            })
-            .collect(),
-    });
+    // One categorizer for every side classifies the history once for all; with counts of
+    // several candidates, each side counts its own.
+    let shared = sets.shared_categorizer() && (candidate_counts.is_none() || sets.candidates.len() == 1);
     if shared {
-        reclassify.restore(history);
+        let first = candidate_counts.as_deref_mut().and_then(|n| n.first_mut());
+        let compared = as_side(
+            sets.baseline.categorizer(),
+            history,
+            reclassify,
+            baseline_counts.as_deref_mut(),
+            first,
+            |h, r| {
+                let baseline = replay_classified(sets.baseline, settings, h, baseline_asks, r)?;
+                let candidates = sets
+                    .candidates
+                    .iter()
+                    .map(|c| {
+                        replay_classified(
+                            &c.simulator,
+                            c.settings.as_ref().unwrap_or(settings),
+                            h,
+                            candidate_asks,
+                            r,
+                        )
+                    })
+                    .collect();
+                Ok::<_, String>(JobCompared { baseline, candidates })
+            },
+        )?;
+        if let Some(n) = baseline_counts {
+            n.collisions += compared.baseline.collisions;
+        }
+        for (c, n) in compared.candidates.iter().zip(candidate_counts.into_iter().flatten()) {
+            if let Ok(c) = c {
+                n.collisions += c.collisions;
+            }
+        }
+        return Ok(compared);
     }
-    compared
+    let baseline = replay_side(
+        sets.baseline,
+        settings,
+        history,
+        baseline_asks,
+        reclassify,
+        baseline_counts,
+    )?;
+    let candidates = sets
+        .candidates
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let counts = candidate_counts.as_deref_mut().and_then(|n| n.get_mut(i));
+            let settings = c.settings.as_ref().unwrap_or(settings);
+            replay_side(&c.simulator, settings, history, candidate_asks, reclassify, counts)
+        })
+        .collect();
+    Ok(JobCompared { baseline, candidates })
 }

@@ -2,14 +2,13 @@
 //! Pending side has left (docs/estimates.md).
 //!
 //! Owns: [`replay_job`], [`replay_job_detailed`] (runs with an `expect` after the job's end
-//! reported), [`replay_side`] (as a comparison replays its side, under its categorizer),
-//! [`runs_left`], and what the estimates need to know of a job ([`JobFacts`]). Must not:
-//! count jobs or hand anything to a sink.
+//! reported), [`runs_left`], and what the estimates need to know of a job ([`JobFacts`]).
+//! Must not: classify a job's runs (a side's categorizer is `side`'s), count jobs or hand
+//! anything to a sink.
 
 use crate::engine::simulator::Simulator;
 use crate::engine::{job_context, Detail, JobContext, JobReport, JobStatus, Match, PendingEngine, Settings};
 use crate::model::failure_history::FailureHistory;
-use crate::replay::categorize::{CategoryCounts, Reclassify};
 use crate::replay::estimate::{failed_runs, job_class, FailureClass, MAX_RUNS_LEFT};
 
 /// What the estimates need to know of a job, worked out at most once however many sides
@@ -75,26 +74,6 @@ pub fn runs_left_matched(sim: &Simulator, settings: &Settings, facts: &JobFacts<
 /// that has an `expect` is reported (the evaluator's replay names only the first).
 pub fn replay_job(sim: &Simulator, settings: &Settings, history: &FailureHistory) -> Result<JobReport, String> {
     replay_job_detailed(sim, settings, history, Detail::Full)
-}
-
-/// `f` given one job as `sim`'s side of a comparison sees it (classified by its
-/// categorizer, when it has one); the recorded categories are put back after. `suggest`'s
-/// first pass reads what today's policy does through it (`Simulator::simulate_decisions`).
-pub fn as_side<T>(
-    sim: &Simulator,
-    history: &mut FailureHistory,
-    reclassify: &mut Reclassify,
-    f: impl FnOnce(&FailureHistory) -> T,
-) -> T {
-    let categorizer = sim.categorizer();
-    if let Some(c) = categorizer {
-        reclassify.apply(c, history, &mut CategoryCounts::default(), None);
-    }
-    let t = f(history);
-    if categorizer.is_some() {
-        reclassify.restore(history);
-    }
-    t
 }
 
 /// [`replay_job`] with the texts `detail` asks for ([`Detail::Summary`] when only the

@@ -16,8 +16,10 @@
 //! [`Compared`]; and how an entry or a message reaches the sink);
 //! `counts` (what the workers count and the emitting side folds: [`TrialCount`],
 //! [`CompareTally`], [`Folded`]); `plain` ([`replay`], [`ReplayFold`]); `baseline`
-//! ([`compare`], [`CompareFold`]); `job` (one job under one side: [`replay_job`],
-//! [`as_side`], [`runs_left`]).
+//! ([`compare`], [`CompareFold`]); `compared` (one job under every side: [`compare_job`]);
+//! `side` (the per-side step, classify → replay → runs left, collisions → restore, that
+//! `compare_job`, the plain replay and `tune`'s sweep run: [`replay_side`], [`as_side`]);
+//! `job` (one job's replay and its estimates: [`replay_job`], [`runs_left`]).
 
 pub use super::fallback::{fallback, Fallback, Fallbacks};
 
@@ -28,14 +30,16 @@ mod job;
 mod options;
 mod plain;
 mod shared;
+mod side;
 
 pub use baseline::{compare, compare_inspected, CompareFold, Inspect};
-pub use compared::{compare_job, Asks, JobCompared, SideCounts, SideReplayed};
+pub use compared::{compare_job, Asks, JobCompared, SideCounts};
 pub use counts::{tally_job, tally_job_with, CompareTally, Finished, Folded, IncidentCount, TrialCount, LOST_NAMED};
-pub use job::{as_side, replay_job, replay_job_detailed, runs_left, runs_left_after, runs_left_matched, JobFacts};
+pub use job::{replay_job, replay_job_detailed, runs_left, runs_left_after, runs_left_matched, JobFacts};
 pub use options::{NoAnswer, Options};
 pub use plain::{replay, ReplayFold};
 pub use shared::{record, Compared, NotReplayed, Out, Replayed};
+pub use side::{as_side, replay_classified, replay_side, SideAsks, SideReplayed};
 
 #[cfg(test)]
 mod tests;

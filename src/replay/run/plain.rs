@@ -8,7 +8,7 @@
 use std::io;
 
 use crate::engine::simulator::Simulator;
-use crate::engine::{Detail, JobReport, JobStatus};
+use crate::engine::{Detail, JobReport};
 use crate::model::failure_history::FailureHistory;
 use crate::replay::fallback::{fallback, Fallback, Fallbacks};
 use crate::replay::parallel::{for_each_ordered, Decoded, Emitted, Processed};
@@ -17,12 +17,13 @@ use crate::replay::source::{HistorySource, Progress};
 use crate::replay::summary::{keep_summary_fields, Summary};
 
 use super::counts::{categories, Folded, Part};
-use super::job::{replay_job_detailed, runs_left_after, JobFacts};
+use super::job::JobFacts;
 use super::options::{NoAnswer, Options};
 use super::shared::{
     ignore_closed, job_messages, not_replayed, not_replayed_entry, record, write_or_stop, Done, NotReplayed, Out,
     Replayed,
 };
+use super::side::{replay_side, SideAsks, SideReplayed};
 
 /// Replays every job of `source` under `sim` (docs/simulate.md) into `out`, and returns the totals
 /// it handed to [`Sink::end`] (or, into a partial, the shard's totals).
@@ -43,30 +44,20 @@ pub fn replay<S: HistorySource>(
             history,
         } = job;
         // With a categorizer, the engine sees the classified runs (and so do the runs a
-        // Pending job has left); everything after `restore` reads the recorded ones.
-        let categorizer = sim.categorizer();
-        if let Some(c) = categorizer {
-            part.reclassify
-                .apply(c, history, &mut categories(&mut part.tally).candidate, None);
-        }
-        let replayed = replay_job_detailed(sim, settings, history, detail);
-        let mut report = match replayed {
-            Ok(r) => r,
-            Err(e) => {
-                part.reclassify.restore(history);
-                return Err(format!("{origin}: job `{}`: {e}", history.job.id));
-            }
+        // Pending job has left); everything after the per-side step reads the recorded ones.
+        let asks = SideAsks {
+            detail,
+            runs_left: true,
+            categories: false,
+            annotate: needs.reports,
         };
-        let left = matches!(report.status, JobStatus::Pending { .. })
-            .then(|| runs_left_after(sim, settings, &JobFacts::new(history), report.take_pending()));
-        if categorizer.is_some() {
-            part.reclassify
-                .collisions(sim.engine(), &report, &mut categories(&mut part.tally).candidate);
-            if needs.reports {
-                part.reclassify.annotate(history, &mut report);
-            }
-            part.reclassify.restore(history);
-        }
+        let counts = sim.categorizer().map(|_| &mut categories(&mut part.tally).candidate);
+        let replayed = replay_side(sim, settings, history, asks, &mut part.reclassify, counts);
+        let SideReplayed {
+            mut report,
+            runs_left: left,
+            ..
+        } = replayed.map_err(|e| format!("{origin}: job `{}`: {e}", history.job.id))?;
         let history: &FailureHistory = history;
         let f = fallback(sim, history);
         part.trials.add(history, origin, options);

@@ -80,7 +80,7 @@ impl Files {
         if histories == 0 {
             // An empty history is a mistake (a wrong path, a truncated file), not a pass.
             // A text with no document at all is an empty input when nothing else is
-            // (`commands::replay_source`).
+            // (`commands::replay::source`).
             if mine.head {
                 let entry = if file.documents.is_empty() {
                     self.entry(name, stem, None, Body::Empty)

@@ -4,10 +4,10 @@
 //! Owns: [`Dialect`] (what a side's RetryPolicy documents are) and [`engine`] (the rule).
 //! Must not: read files or build policy sets.
 
+use crate::engine::EngineFrom;
 use crate::engine::EngineKind;
 use crate::input::SourceFile;
 use crate::model::{ApiVersion, Kind};
-use crate::output::suggest::EngineFrom;
 
 /// What a side's files say of the engine: whether they hold a RetryPolicy document, and
 /// whether every one is today's Armada's (`armadaproject.io/v1beta1`).

@@ -31,11 +31,10 @@ use std::sync::Arc;
 use crate::app::Context;
 use crate::engine::categorizer::Classifier;
 use crate::engine::simulator::Simulator;
-use crate::engine::EngineKind;
+use crate::engine::{EngineFrom, EngineKind};
 use crate::error::CliError;
 use crate::input::SourceFile;
 use crate::model::{Kind, Resource};
-use crate::output::suggest::EngineFrom;
 use crate::replay::{self, sides::PolicySets};
 
 use super::policy_set::{build, load_from_server, policy_set, Side, Unusable};
@@ -44,12 +43,12 @@ use categorizer::{borrow_rule, Named};
 use dialect::{BaselineDialect, CandidateDialect, Dialect};
 use files::{read_side, SideFiles};
 pub use settings::Settings;
-pub use spec::{BacktestAt, CandidateFrom, SidesSpec};
+pub use spec::{BacktestAt, CandidateFrom, ReplaySpec, SidesSpec};
 
 /// The sides, resolved: what every replay verb compares.
 pub struct Sides {
-    /// What the verb said of them.
-    pub spec: SidesSpec,
+    /// What the verb's command line said: of them, and of its replay.
+    pub spec: ReplaySpec,
     /// The candidates: one for `simulate`, `tune` (its template) and `suggest` (its proposal,
     /// built later); one per `-f` for `watch`, each named by its base name.
     pub candidates: Vec<Candidate>,
@@ -71,28 +70,42 @@ impl Sides {
     /// without a baseline the candidate's. A database's export takes its hints off the
     /// executor's texts (docs/lookout.md); none: the texts are kept whole, counted.
     pub fn deployed_categorizer(&self) -> Option<&Categorizer> {
-        match (&self.baseline.categorizer, self.spec.what_if()) {
+        match (&self.baseline.categorizer, self.spec.sides.what_if()) {
             (Some(c), _) => Some(c),
             (None, false) => self.candidate().categorizer.as_ref(),
             (None, true) => None,
         }
     }
 
-    /// What is replayed, when both sides are known before the history is opened: the
-    /// baseline's policy set and every candidate's (`watch`'s; a verb that builds its
-    /// candidate later makes its own).
-    pub fn policy_sets(&self) -> Option<PolicySets> {
-        let baseline = self.baseline.simulator()?.clone();
-        let candidates = self
-            .candidates
-            .iter()
-            .map(|c| {
-                c.sim.clone().map(|simulator| replay::sides::Candidate {
-                    name: c.name.clone(),
-                    simulator,
+    /// What is replayed: the one constructor of the policy sets. `baseline`: what the source
+    /// adds (`Opened::baseline`, the cluster's read from Lookout's database, else this
+    /// baseline's); without one, the baseline's own policy set. `candidates`: what the verb
+    /// adds (`tune`'s candidates, `suggest`'s proposal); without them, every candidate's own
+    /// (`watch`'s, `simulate`'s). `None`: no baseline (a plain replay), or a candidate not
+    /// known yet.
+    pub fn policy_sets(
+        &self,
+        baseline: Option<Simulator>,
+        candidates: Option<Vec<replay::sides::Candidate>>,
+    ) -> Option<PolicySets> {
+        let baseline = match baseline {
+            Some(b) => b,
+            None => self.baseline.simulator()?.clone(),
+        };
+        let candidates = match candidates {
+            Some(c) => c,
+            None => self
+                .candidates
+                .iter()
+                .map(|c| {
+                    c.sim.clone().map(|simulator| replay::sides::Candidate {
+                        name: c.name.clone(),
+                        simulator,
+                        settings: None,
+                    })
                 })
-            })
-            .collect::<Option<Vec<_>>>()?;
+                .collect::<Option<Vec<_>>>()?,
+        };
         Some(PolicySets { baseline, candidates })
     }
 
@@ -207,17 +220,18 @@ pub fn candidate_side(
 
 /// The sides `spec` names, resolved in the documented order (this module's doc). `None`:
 /// documents that do not validate, reported (exit 3).
-pub fn resolve(ctx: &mut Context, spec: SidesSpec) -> anyhow::Result<Option<Sides>> {
-    let Some((candidate_files, baseline_files)) = read_files(ctx, &spec)? else {
+pub fn resolve(ctx: &mut Context, replay: ReplaySpec) -> anyhow::Result<Option<Sides>> {
+    let spec = &replay.sides;
+    let Some((candidate_files, baseline_files)) = read_files(ctx, spec)? else {
         return Ok(None);
     };
     let settings = Settings::read(spec.scheduler_config.as_deref(), spec.overrides())?;
-    let (engine, engine_from) = pick_engine(&spec, &candidate_files, baseline_files.as_ref());
+    let (engine, engine_from) = pick_engine(spec, &candidate_files, baseline_files.as_ref());
     let (baseline_files, baseline_document) = match baseline_files {
         Some(SideFiles { files, categorizer }) => (files, categorizer),
         None => (Vec::new(), None),
     };
-    let (named, baseline_named) = name_categorizers(&spec, candidate_files, baseline_document)?;
+    let (named, baseline_named) = name_categorizers(spec, candidate_files, baseline_document)?;
     let mut read = Vec::with_capacity(named.len());
     for (name, files, n) in named {
         let categorizer = n.read(ctx)?;
@@ -248,7 +262,7 @@ pub fn resolve(ctx: &mut Context, spec: SidesSpec) -> anyhow::Result<Option<Side
         .map_or(engine, Simulator::engine);
     let baseline_engine = spec.baseline_engine.unwrap_or(engine);
     let template = candidates.first().map_or(&[][..], |c| &c.1[..]);
-    let policies = baseline_policies(&spec, &baseline_files, template, &baseline_categorizer, baseline_engine)?;
+    let policies = baseline_policies(spec, &baseline_files, template, &baseline_categorizer, baseline_engine)?;
     let today = match &policies {
         BaselinePolicies::Given(today) => Some(&**today),
         _ => None,
@@ -270,7 +284,7 @@ pub fn resolve(ctx: &mut Context, spec: SidesSpec) -> anyhow::Result<Option<Side
         })
         .collect::<Result<Vec<_>, CliError>>()?;
     Ok(Some(Sides {
-        spec,
+        spec: replay,
         candidates,
         baseline: Baseline {
             policies,

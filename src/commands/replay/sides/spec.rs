@@ -1,11 +1,13 @@
-//! What a verb says of its two sides, before anything is read ([`SidesSpec`]): where each
-//! side's documents come from, which flag names which side's categorizer, the engines, the
-//! scheduler's settings, the queue and the backtest time. Each replay verb builds one from
-//! its arguments; a sharded `suggest` writes it into its partial so that `merge` resolves the
-//! same sides with the same function ([`super::resolve`]).
+//! What a verb's command line says, before anything is read: of its sides ([`SidesSpec`]:
+//! where the baseline's and each of its N candidates' documents come from, which flag names
+//! which side's categorizer, the engines, the scheduler's settings), and of its replay
+//! ([`ReplaySpec`]: those sides, `--queue`, `--backtest-at` and `--incidents`, read once).
+//! Each replay verb builds one `ReplaySpec` from its arguments, and every partial records it
+//! whole, so that `merge` resolves the same sides with the same function ([`super::resolve`])
+//! and never parses a flag again.
 //!
-//! Owns: that record and the parse of the values it holds (`--backtest-at`). Must not: read
-//! a file.
+//! Owns: those records and the parse of the values they hold (`--backtest-at`,
+//! `--incidents`). Must not: read a file.
 
 use std::path::PathBuf;
 
@@ -78,8 +80,9 @@ impl<'de> Deserialize<'de> for BacktestAt {
     }
 }
 
-/// A verb's two sides as its arguments name them (docs/categorizer.md "Replaying with a
-/// categorizer", docs/engines.md "Which engine decides").
+/// A verb's sides as its arguments name them, the baseline and N candidates
+/// (docs/categorizer.md "Replaying with a categorizer", docs/engines.md "Which engine
+/// decides").
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SidesSpec {
@@ -104,26 +107,90 @@ pub struct SidesSpec {
     pub retry_policies: Option<Vec<String>>,
     pub global_max_retries: Option<u32>,
     pub default_policy: Option<String>,
+}
+
+/// What the replay verbs' shared flags say, read once per command line: the sides, `--queue`,
+/// `--backtest-at` and `--incidents` (with the incidents' [`Look`] made from them once).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ReplaySpec {
+    pub sides: SidesSpec,
     /// `--queue`.
     pub queue: Option<String>,
     pub backtest_at: Option<BacktestAt>,
     /// `--incidents`, `--incident FROM/TO` (docs/reference/suggest.md "Incidents").
     #[serde(default, skip_serializing_if = "Setting::is_default")]
     pub incidents: Setting,
+    /// How a replay looks for incidents, made from `incidents` once, when first asked (a
+    /// spec read back from a partial makes it there).
+    #[serde(skip)]
+    look: std::sync::OnceLock<Look>,
+}
+
+impl PartialEq for ReplaySpec {
+    /// What the command line said (the `Look` is made of it).
+    fn eq(&self, o: &ReplaySpec) -> bool {
+        (&self.sides, &self.queue, &self.backtest_at, &self.incidents)
+            == (&o.sides, &o.queue, &o.backtest_at, &o.incidents)
+    }
+}
+
+impl ReplaySpec {
+    fn new(sides: SidesSpec, queue: Option<String>, backtest_at: Option<BacktestAt>, incidents: Setting) -> ReplaySpec {
+        ReplaySpec {
+            sides,
+            queue,
+            backtest_at,
+            incidents,
+            look: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// The replay `replay`'s flags name, of the sides `sides`. `Err`: a value that does not
+    /// read (`--backtest-at`, `--incident`), a usage error.
+    pub fn of(replay: &ReplayArgs, sides: SidesSpec) -> Result<ReplaySpec, CliError> {
+        Ok(ReplaySpec::new(
+            sides,
+            replay.queue.clone(),
+            replay.backtest_at.as_deref().map(BacktestAt::parse).transpose()?,
+            parse_incidents(replay.incidents, &replay.incident)?,
+        ))
+    }
+
+    /// `watch`'s: its sides ([`SidesSpec::of_watch`]), no queue of its own, no backtest, no
+    /// incidents looked for.
+    pub fn of_watch(args: &WatchArgs) -> ReplaySpec {
+        ReplaySpec::new(SidesSpec::of_watch(args), None, None, Setting::default())
+    }
+
+    /// The backtest's time, as read.
+    pub fn backtest_time(&self) -> Option<Timestamp> {
+        self.backtest_at.as_ref().map(|b| b.at)
+    }
+
+    /// How a replay of this spec looks for incidents, before anything is read.
+    pub fn look(&self) -> &Look {
+        self.look.get_or_init(|| Look::of(&self.incidents))
+    }
+
+    /// `--backtest-at` as typed (empty without one: the refusals name it).
+    pub fn backtest_text(&self) -> &str {
+        self.backtest_at.as_ref().map_or("", |b| b.text.as_str())
+    }
 }
 
 impl SidesSpec {
     /// The sides `replay`'s flags name, with the candidate from `candidate` and the
     /// categorizer flags each verb has: `categorizer` the candidate's, `baseline_categorizer`
-    /// the baseline's. `Err`: a value that does not read (`--backtest-at`), a usage error.
+    /// the baseline's.
     pub fn of(
         replay: &ReplayArgs,
         candidate: CandidateFrom,
         recursive: bool,
         categorizer: Option<PathBuf>,
         baseline_categorizer: Option<PathBuf>,
-    ) -> Result<SidesSpec, CliError> {
-        Ok(SidesSpec {
+    ) -> SidesSpec {
+        SidesSpec {
             candidate,
             recursive,
             categorizer,
@@ -136,10 +203,7 @@ impl SidesSpec {
             retry_policies: replay.scheduler.retry_policies.clone(),
             global_max_retries: replay.scheduler.global_max_retries,
             default_policy: replay.scheduler.default_policy.clone(),
-            queue: replay.queue.clone(),
-            backtest_at: replay.backtest_at.as_deref().map(BacktestAt::parse).transpose()?,
-            incidents: parse_incidents(replay.incidents, &replay.incident)?,
-        })
+        }
     }
 
     /// `watch`'s sides: today's (`--baseline`, required) and one candidate per `-f`, with the
@@ -158,9 +222,6 @@ impl SidesSpec {
             retry_policies: args.scheduler.retry_policies.clone(),
             global_max_retries: args.scheduler.global_max_retries,
             default_policy: args.scheduler.default_policy.clone(),
-            queue: None,
-            backtest_at: None,
-            incidents: Setting::default(),
         }
     }
 
@@ -187,20 +248,5 @@ impl SidesSpec {
             default_policy: self.default_policy.clone(),
             defaults: None,
         }
-    }
-
-    /// The backtest's time, as read.
-    pub fn backtest_time(&self) -> Option<Timestamp> {
-        self.backtest_at.as_ref().map(|b| b.at)
-    }
-
-    /// How a replay of these sides looks for incidents, before anything is read.
-    pub fn look(&self) -> Look {
-        Look::of(&self.incidents)
-    }
-
-    /// `--backtest-at` as typed (empty without one: the refusals name it).
-    pub fn backtest_text(&self) -> &str {
-        self.backtest_at.as_ref().map_or("", |b| b.text.as_str())
     }
 }
