@@ -73,7 +73,7 @@ const RUN_BYTES: usize = 256;
 pub(super) const COLUMNS: &str = "j.job_id, j.memory, j.submitted, left(j.annotations::text, 1048577), \
      r.run_id, r.node, r.job_run_state, r.leased, r.pending, r.started, r.finished, r.exit_code, \
      substring(r.error FROM 1 FOR 131073), r.failure_category, r.failure_subcategory, j.cpu, j.gpu, \
-     substring(r.debug FROM 1 FOR 131073), j.queue, j.state";
+     substring(r.debug FROM 1 FOR 131073), j.queue, j.state, j.jobset";
 
 const JOB_ID: usize = 0;
 const MEMORY: usize = 1;
@@ -95,7 +95,8 @@ const GPU: usize = 16;
 const DEBUG: usize = 17;
 const QUEUE: usize = 18;
 const JOB_STATE: usize = 19;
-const FIELDS: usize = 20;
+const JOB_SET: usize = 20;
+const FIELDS: usize = 21;
 
 /// The names of the columns, for messages.
 const NAMES: [&str; FIELDS] = [
@@ -119,6 +120,7 @@ const NAMES: [&str; FIELDS] = [
     "debug",
     "queue",
     "state",
+    "jobset",
 ];
 
 /// A connection to Lookout's database.
@@ -1003,9 +1005,12 @@ fn job_row(row: &Row) -> Result<JobRow, RowError> {
     // NULL (which the schema forbids) only leaves the job's end unsaid: no need to leave the
     // job out for it.
     let state = int2(row.get(JOB_STATE)).map_err(|w| bad((JOB_STATE, w)))?;
+    // NULL (which the schema forbids) only leaves the job in no job set.
+    let job_set = opt_text(row.get(JOB_SET)).map_err(|w| bad((JOB_SET, w)))?;
     Ok(JobRow {
         job_id,
         queue,
+        job_set,
         memory,
         cpu,
         gpu,
@@ -1376,7 +1381,7 @@ mod tests {
         ));
         assert_eq!(
             parse_row(&3i16.to_be_bytes(), &mut fields).err().unwrap(),
-            "a row of 3 fields where the statement reads 20"
+            "a row of 3 fields where the statement reads 21"
         );
         assert!(parse_header(b"PGCOPY\n\xff\r\n\x01xxxxxxxx").is_err());
     }

@@ -1,9 +1,11 @@
 //! Incidents in suggest (docs/reference/suggest.md "Incidents"), once pass 1 has found the
-//! windows (`replay::incidents`): what each job with a failed run in a window adds to the
-//! windows' listing, and what leaving those runs out takes out of pass 1's counts
+//! unusual windows (`replay::incidents`): what each failing job adds to the mix that tells
+//! their kinds ([`mix_job`]); what each job with a failed run in a window adds to the
+//! windows' listing, and what leaving an incident's runs out takes out of pass 1's counts
 //! ([`Again`], a worker's unit of jobs read again, folded in any order: every part is a sum);
 //! then the counts without them ([`Again::leave_out`]), and the proposal's marks that the
-//! windows call for ([`Sensitive`], [`short_backoff`]).
+//! windows call for ([`Sensitive`], [`short_backoff`]). A burst's or a surge's runs are
+//! listed and learned from.
 //!
 //! Leaving a failed run out: it is no trial of its signature (its next run neither a success
 //! nor a failure), counts in no node's runs or failures, and joins no default's pool (the
@@ -19,7 +21,8 @@ use crate::model::failure_history::{FailureHistory, Outcome};
 use crate::model::policy::{Action, Condition};
 use crate::replay::device_time::request_time;
 use crate::replay::estimate::{Tally, DEPTHS};
-use crate::replay::incidents::{self, Window, Windows};
+use crate::replay::incidents::kinds::Mix;
+use crate::replay::incidents::{self, Kind, Window, Windows};
 
 use super::propose::Verdict;
 use super::signature::text_into;
@@ -134,11 +137,65 @@ fn less(t: &mut Tally, o: Tally) {
     t.successes = t.successes.saturating_sub(o.successes).min(t.trials);
 }
 
+/// A worker's scratch for [`mix_job`].
+#[derive(Debug, Default)]
+pub struct MixScratch {
+    ends: Vec<Option<i64>>,
+    text: String,
+    scratch: String,
+}
+
+/// One failing job's part of the mix: its queue, job set, and failed runs with a time
+/// (`(time, signature, node)`).
+#[derive(Debug)]
+pub struct MixJob {
+    queue: Option<String>,
+    job_set: Option<String>,
+    runs: Vec<(i64, String, Option<String>)>,
+}
+
+/// `history`'s part of the mix (`None`: no failed run with a time), in a worker.
+pub fn mix_job(s: &mut MixScratch, history: &FailureHistory) -> Option<MixJob> {
+    incidents::ends(history, &mut s.ends);
+    let mut runs = Vec::new();
+    for (run, end) in history.runs.iter().zip(&s.ends) {
+        let Some(t) = end.filter(|_| run.outcome == Outcome::Failed) else {
+            continue;
+        };
+        text_into(run, &mut s.text, &mut s.scratch);
+        runs.push((t, s.text.clone(), run.node.clone()));
+    }
+    (!runs.is_empty()).then(|| MixJob {
+        queue: history.job.queue.clone(),
+        job_set: history.job.job_set.clone(),
+        runs,
+    })
+}
+
+impl MixJob {
+    /// Added to `mix` (on one thread).
+    pub fn feed(&self, mix: &mut Mix) {
+        mix.job(self.queue.as_deref(), self.job_set.as_deref());
+        for (t, sig, node) in &self.runs {
+            mix.failed_run(*t, sig, node.as_deref());
+        }
+        mix.end_job();
+    }
+}
+
 impl Again {
     /// One job read again: listed in every window one of its failed runs ends in; with
-    /// `learned` (a job pass 1 learned from), what its runs there take out of the learning.
-    /// `collided`: per run, whether its next run was a collided retry (as pass 1 found it).
-    pub fn add_job(&mut self, history: &FailureHistory, windows: &Windows, learned: bool, collided: &[bool]) {
+    /// `learned` (a job pass 1 learned from), what its runs in an incident (`leave[w]`) take
+    /// out of the learning. `collided`: per run, whether its next run was a collided retry
+    /// (as pass 1 found it).
+    pub fn add_job(
+        &mut self,
+        history: &FailureHistory,
+        windows: &Windows,
+        leave: &[bool],
+        learned: bool,
+        collided: &[bool],
+    ) {
         incidents::ends(history, &mut self.ends);
         let inside = |k: usize, ends: &[Option<i64>]| ends.get(k).copied().flatten().and_then(|t| windows.find(t));
         let any = history
@@ -178,7 +235,7 @@ impl Again {
                 l.retried += 1;
                 l.retried_succeeded += u64::from(next.outcome == Outcome::Succeeded);
             }
-            if !learned {
+            if !learned || !leave.get(w).copied().unwrap_or(true) {
                 continue;
             }
             let r = entry(&mut self.sigs, &self.text);
@@ -286,19 +343,20 @@ impl Again {
     }
 }
 
-/// What the windows say, for the report: each window and its listing, the median window's
-/// length, and what was left out in all.
+/// What the windows say, for the report: each incident and its listing, the median
+/// incident's length, each burst and surge and its listing, and what was left out in all.
 #[derive(Debug, Clone, Default)]
 pub struct Found {
     pub windows: Vec<(Window, Listed)>,
-    /// The rule's figures: λ, the windows tested, the smallest `k` that made an incident.
+    /// The bursts and surges (learned from), in time order.
+    pub busy: Vec<(Window, Kind, Listed)>,
+    /// The rule's figures: the mean `k` of a window, the windows tested.
     pub lambda: f64,
     pub tests: u64,
-    pub threshold: Option<u64>,
     /// The failed runs of the jobs learned from, and those left out.
     pub failed_runs: u64,
     pub left_out: u64,
-    /// Every job's failed runs in the windows (every queue's, as listed).
+    /// Every job's failed runs in the incidents (every queue's, as listed).
     pub in_windows: u64,
 }
 
@@ -353,6 +411,13 @@ impl Sensitive {
 
     pub fn get(&self, text: &str) -> Option<&Verdict> {
         self.0.get(text)
+    }
+
+    /// Marks `text` (the default's, say) when `without` and `with` differ.
+    pub fn mark(&mut self, text: &str, without: &Verdict, with: &Verdict) {
+        if decides(without) != decides(with) {
+            self.0.insert(text.to_string(), with.clone());
+        }
     }
 }
 
@@ -420,7 +485,7 @@ mod tests {
         let windows = Windows(vec![Window::given(Timestamp(0), Timestamp(10 * 60_000_000_000))]);
         let mut again = Again::default();
         for h in &jobs {
-            again.add_job(h, &windows, true, &[false; 3]);
+            again.add_job(h, &windows, &[true], true, &[false; 3]);
         }
         let listed = again.leave_out(&mut learned, 1);
         let s = &learned.signatures[0];
@@ -441,6 +506,32 @@ mod tests {
         assert_eq!((l.jobs, l.failed_runs, l.retried, l.retried_succeeded), (2, 2, 2, 0));
         assert_eq!(Listed::top(&l.signatures, 3), vec![("exit:1@main", 2)]);
         assert_eq!(l.node_share(), Some(1.0));
+    }
+
+    #[test]
+    fn a_burst_or_a_surge_is_listed_and_learned_from() {
+        let jobs = [job(0, 100), job(5, 200)];
+        let mut unit = UnitLearned::default();
+        let mut ends = Vec::new();
+        for h in &jobs {
+            incidents::ends(h, &mut ends);
+            unit.add_job(h, &ends, &[false; 3]);
+        }
+        let mut learned = Learned::default();
+        learned.merge_unit(unit);
+        let before = (learned.signatures[0].trials, learned.nodes["n1"].failed);
+        let windows = Windows(vec![Window::given(Timestamp(0), Timestamp(10 * 60_000_000_000))]);
+        let mut again = Again::default();
+        for h in &jobs {
+            again.add_job(h, &windows, &[false], true, &[false; 3]);
+        }
+        let listed = again.leave_out(&mut learned, 1);
+        let s = &learned.signatures[0];
+        assert_eq!(
+            (s.in_incidents, s.trials, learned.nodes["n1"].failed),
+            (0, before.0, before.1)
+        );
+        assert_eq!((listed[0].jobs, listed[0].failed_runs), (2, 2));
     }
 
     /// A signature of 40 futile first retries, each on `day(k)` (days since 1970; `None`:

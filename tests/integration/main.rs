@@ -5,6 +5,7 @@ mod support;
 
 mod adversarial;
 mod backtest;
+mod busy;
 mod categorizer;
 mod categorizer_replay;
 mod cli_traps;
