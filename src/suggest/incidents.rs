@@ -26,7 +26,7 @@ use crate::replay::incidents::{self, Kind, Window, Windows};
 
 use super::propose::Verdict;
 use super::signature::text_into;
-use super::stats::{FutileDays, Learned, Map, SignatureStats};
+use super::stats::{FutileDays, Learned, Map, SignatureStats, MAX_SIGNATURES, OTHER};
 
 /// One window's listing: the jobs with a failed run in it, those runs, their GPU time, by
 /// signature and by node, and the record's retries of them.
@@ -87,12 +87,59 @@ struct Removed {
     futile: FutileDays,
 }
 
-/// What one node loses: its runs and failures in the windows, and those by signature.
+/// What one node loses: its runs and failures in the windows, and those by signature slot.
 #[derive(Debug, Clone, Default)]
 struct NodeRemoved {
     runs: u64,
     failed: u64,
-    signatures: Map<u64>,
+    signatures: Slots<u64>,
+}
+
+/// By a signature's slot in pass 1's learning ([`Learned::slot_of`]: `usize::MAX` for
+/// `other`): what the windows hold follows the 10,000 signatures learning keeps, not the
+/// messages met.
+type Slots<V> = HashMap<usize, V, foldhash::fast::RandomState>;
+
+/// A window's failed runs by signature while they are counted: a learned signature by its
+/// slot, another (a job learning did not count: another queue's, a test job's) by its text,
+/// the first [`MAX_SIGNATURES`] of those met, the rest as `other`.
+#[derive(Debug, Default)]
+struct Counting {
+    slots: Slots<u64>,
+    rest: Map<u64>,
+}
+
+impl Counting {
+    fn add(&mut self, slot: usize, text: &str, n: u64) {
+        if slot != usize::MAX {
+            *self.slots.entry(slot).or_default() += n;
+        } else if let Some(v) = self.rest.get_mut(text) {
+            *v += n;
+        } else if self.rest.len() < MAX_SIGNATURES {
+            self.rest.insert(text.to_string(), n);
+        } else {
+            *self.slots.entry(usize::MAX).or_default() += n;
+        }
+    }
+
+    fn merge(&mut self, o: Counting) {
+        for (slot, n) in o.slots {
+            *self.slots.entry(slot).or_default() += n;
+        }
+        for (text, n) in o.rest {
+            self.add(usize::MAX, &text, n);
+        }
+    }
+
+    /// By text, as the listing says them (`other` for the signatures past the 10,000 kept).
+    fn texts(self, learned: &Learned) -> HashMap<String, u64> {
+        let mut out: HashMap<String, u64> = self.rest.into_iter().collect();
+        for (slot, n) in self.slots {
+            let text = learned.signatures.get(slot).map_or(OTHER, |s| s.text.as_str());
+            *out.entry(text.to_string()).or_default() += n;
+        }
+        out
+    }
 }
 
 /// `map[key] += n`, allocating the key only when it is new (most failed runs' signatures and
@@ -118,7 +165,9 @@ fn entry<'m, V: Default>(map: &'m mut Map<V>, key: &str) -> &'m mut V {
 #[derive(Debug, Default)]
 pub struct Again {
     pub listed: Vec<Listed>,
-    sigs: Map<Removed>,
+    /// Each window's signatures, as they are counted ([`Listed::signatures`] at the end).
+    counting: Vec<Counting>,
+    sigs: Slots<Removed>,
     nodes: Map<NodeRemoved>,
     ends: Vec<Option<i64>>,
     text: String,
@@ -193,7 +242,7 @@ impl Again {
         history: &FailureHistory,
         windows: &Windows,
         leave: &[bool],
-        learned: bool,
+        (learned, slots): (bool, &Learned),
         collided: &[bool],
     ) {
         incidents::ends(history, &mut self.ends);
@@ -208,6 +257,7 @@ impl Again {
         }
         if self.listed.len() < windows.len() {
             self.listed.resize_with(windows.len(), Listed::default);
+            self.counting.resize_with(windows.len(), Counting::default);
         }
         let gpu_milli = history.job.resources.and_then(|r| r.gpu_milli);
         self.touched.clear();
@@ -223,11 +273,12 @@ impl Again {
                 self.listed[w].jobs += 1;
             }
             text_into(run, &mut self.text, &mut self.scratch);
+            let slot = slots.slot_of(&self.text);
             let next = history.runs.get(k + 1);
             let l = &mut self.listed[w];
             l.failed_runs += 1;
             l.gpu = l.gpu.saturating_add(request_time(run.run_for, gpu_milli));
-            bump(&mut l.signatures, &self.text, 1);
+            self.counting[w].add(slot, &self.text, 1);
             if let Some(node) = &run.node {
                 bump(&mut l.nodes, node, 1);
             }
@@ -238,7 +289,7 @@ impl Again {
             if !learned || !leave.get(w).copied().unwrap_or(true) {
                 continue;
             }
-            let r = entry(&mut self.sigs, &self.text);
+            let r = self.sigs.entry(slot).or_default();
             r.in_incidents += 1;
             let collided = collided.get(k).copied().unwrap_or(false);
             if let Some(next) = next.filter(|_| !collided) {
@@ -260,8 +311,7 @@ impl Again {
                 n.runs += 1;
                 if !run.conditions.contains(&Condition::Preempted) {
                     n.failed += 1;
-                    let s = entry(&mut n.signatures, &self.text);
-                    *s += 1;
+                    *n.signatures.entry(slot).or_default() += 1;
                 }
             }
         }
@@ -271,12 +321,16 @@ impl Again {
     pub fn merge(&mut self, o: Again) {
         if self.listed.len() < o.listed.len() {
             self.listed.resize_with(o.listed.len(), Listed::default);
+            self.counting.resize_with(o.listed.len(), Counting::default);
         }
         for (mine, theirs) in self.listed.iter_mut().zip(o.listed) {
             mine.merge(theirs);
         }
-        for (text, r) in o.sigs {
-            let m = self.sigs.entry(text).or_default();
+        for (mine, theirs) in self.counting.iter_mut().zip(o.counting) {
+            mine.merge(theirs);
+        }
+        for (slot, r) in o.sigs {
+            let m = self.sigs.entry(slot).or_default();
             m.in_incidents += r.in_incidents;
             for (a, b) in [
                 (&mut m.trials, r.trials),
@@ -306,8 +360,8 @@ impl Again {
     /// each signature's trials there and each node's runs; `in_incidents` counts the runs
     /// left out. Returns the listings, one a window.
     pub fn leave_out(self, learned: &mut Learned, windows: usize) -> Vec<Listed> {
-        for (text, r) in &self.sigs {
-            let stats = match learned.slot_of(text) {
+        for (&slot, r) in &self.sigs {
+            let stats = match slot {
                 usize::MAX => learned.other.as_mut(),
                 i => learned.signatures.get_mut(i),
             };
@@ -322,13 +376,12 @@ impl Again {
             s.futile_days.take_all(&r.futile);
         }
         for (name, n) in &self.nodes {
-            let slots: Vec<(usize, u64)> = n.signatures.iter().map(|(t, k)| (learned.slot_of(t), *k)).collect();
             let Some(node) = learned.nodes.get_mut(name.as_str()) else {
                 continue;
             };
             node.runs = node.runs.saturating_sub(n.runs);
             node.failed = node.failed.saturating_sub(n.failed);
-            for (slot, k) in slots {
+            for (&slot, &k) in &n.signatures {
                 if let Some(v) = node.signatures.get_mut(&slot) {
                     *v = v.saturating_sub(k);
                     if *v == 0 {
@@ -339,6 +392,9 @@ impl Again {
         }
         let mut listed = self.listed;
         listed.resize_with(windows, Listed::default);
+        for (l, c) in listed.iter_mut().zip(self.counting) {
+            l.signatures = c.texts(learned);
+        }
         listed
     }
 }
@@ -485,7 +541,7 @@ mod tests {
         let windows = Windows(vec![Window::given(Timestamp(0), Timestamp(10 * 60_000_000_000))]);
         let mut again = Again::default();
         for h in &jobs {
-            again.add_job(h, &windows, &[true], true, &[false; 3]);
+            again.add_job(h, &windows, &[true], (true, &learned), &[false; 3]);
         }
         let listed = again.leave_out(&mut learned, 1);
         let s = &learned.signatures[0];
@@ -523,7 +579,7 @@ mod tests {
         let windows = Windows(vec![Window::given(Timestamp(0), Timestamp(10 * 60_000_000_000))]);
         let mut again = Again::default();
         for h in &jobs {
-            again.add_job(h, &windows, &[false], true, &[false; 3]);
+            again.add_job(h, &windows, &[false], (true, &learned), &[false; 3]);
         }
         let listed = again.leave_out(&mut learned, 1);
         let s = &learned.signatures[0];

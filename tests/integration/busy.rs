@@ -467,7 +467,9 @@ fn a_sweep_of_the_usual_mix_is_a_surge_and_learned_from() {
     // Nothing left out: no incident, no line on stderr, every run learned from.
     assert!(v["suggest"].get("incidents").is_none(), "{}", v["suggest"]);
     assert!(!stderr.contains("left out of learning"), "{stderr}");
-    assert!(v["suggest"]["surges"][0]["failedRuns"].as_u64().is_some_and(|n| n > 100));
+    assert!(v["suggest"]["surges"][0]["failedRuns"]
+        .as_u64()
+        .is_some_and(|n| n > 100));
 }
 
 #[test]

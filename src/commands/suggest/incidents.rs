@@ -74,13 +74,15 @@ impl Suggest {
         let mut total = Again::default();
         let at = self.sides.spec.backtest_time();
         let queue = self.sides.spec.queue.as_deref();
+        let slots = &pass.learning.learned;
         let work = |acc: &mut Acc, job: crate::replay::Decoded<'_>| -> Result<(), String> {
             let h = &*job.history;
             // What pass 1 learned from: `--queue`'s jobs, submitted before `--backtest-at`.
             let ours = queue.is_none_or(|q| h.job.queue.as_deref() == Some(q));
             let test = at.zip(h.job.submitted_at).is_some_and(|(at, s)| s >= at);
             collisions(h, baseline, &mut acc.collided);
-            acc.again.add_job(h, &windows, &leave, ours && !test, &acc.collided);
+            acc.again
+                .add_job(h, &windows, &leave, (ours && !test, slots), &acc.collided);
             Ok(())
         };
         for_each_in_units(self.every_job(pass, Some(&windows))?, None, UNIT_BLOCKS, work, |e| {

@@ -195,18 +195,34 @@ impl Kind {
     }
 }
 
-/// Names met, each with an id and the span's failing jobs it has.
+/// The signatures the mix tells apart, the first met; the others' runs count in `k` and in
+/// no signature's share (as suggest keeps 10,000 signatures and counts the rest as `other`),
+/// so that the mix holds the windows and these, not a message a job.
+pub const MAX_SIGNATURES: usize = 10_000;
+
+/// The id of a name past the cap: no name of its own, never a top one.
+const PAST: u32 = u32::MAX;
+
+/// Names met, each with an id and the span's failing jobs it has; past `cap` names, the
+/// others are [`PAST`].
 #[derive(Debug, Default)]
 struct Interned {
     ids: HashMap<String, u32>,
     names: Vec<String>,
     jobs: Vec<u64>,
+    cap: Option<usize>,
+    /// A name past the cap was met.
+    past: bool,
 }
 
 impl Interned {
     fn id(&mut self, name: &str) -> u32 {
         if let Some(&id) = self.ids.get(name) {
             return id;
+        }
+        if self.cap.is_some_and(|cap| self.names.len() >= cap) {
+            self.past = true;
+            return PAST;
         }
         let id = self.names.len() as u32;
         self.ids.insert(name.to_string(), id);
@@ -261,6 +277,10 @@ impl Mix {
         Mix {
             at: starts.iter().map(|_| StartMix::default()).collect(),
             starts,
+            signatures: Interned {
+                cap: Some(MAX_SIGNATURES),
+                ..Interned::default()
+            },
             ..Mix::default()
         }
     }
@@ -294,7 +314,7 @@ impl Mix {
             return;
         }
         self.jobs += 1;
-        let mut ids: Vec<u32> = self.runs.iter().map(|r| r.1).collect();
+        let mut ids: Vec<u32> = self.runs.iter().map(|r| r.1).filter(|&id| id != PAST).collect();
         ids.sort_unstable();
         ids.dedup();
         for id in ids {
@@ -334,7 +354,9 @@ impl Mix {
                     *at.sets.entry(set).or_default() += 1;
                 }
             }
-            *at.signatures.entry(sig).or_default() += 1;
+            if sig != PAST {
+                *at.signatures.entry(sig).or_default() += 1;
+            }
         }
         for (w, node) in by_node {
             *self.at[w].nodes.entry(node).or_default() += 1;
@@ -345,7 +367,7 @@ impl Mix {
     /// Whether the mix can be told: the span's failed runs hold more than one signature, or
     /// a node.
     pub fn can_tell(&self) -> bool {
-        self.signatures.names.len() > 1 || !self.nodes.names.is_empty()
+        self.signatures.names.len() + usize::from(self.signatures.past) > 1 || !self.nodes.names.is_empty()
     }
 
     /// The window starting at `start`'s mix.

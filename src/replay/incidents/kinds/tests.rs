@@ -248,6 +248,40 @@ fn one_signature_and_no_node_cannot_tell_the_mix() {
 }
 
 #[test]
+fn signatures_past_the_ten_thousand_kept_count_in_k_and_are_no_top_signature() {
+    let u = Unusual {
+        start: start(2, "12:00"),
+        k: 20,
+        expected: 0.5,
+    };
+    let mut mix = Mix::new(&[u]);
+    // 10,000 signatures of a job each, on 10 nodes; then 20 jobs in the window, each with a
+    // message of its own, 2 a node.
+    for i in 0..MAX_SIGNATURES {
+        let node = format!("n{}", i % 10);
+        feed(&mut mix, None, &[(at(0, "08:00"), &format!("s{i}"), Some(&node))]);
+    }
+    for i in 0..20 {
+        let node = format!("n{}", i % 10);
+        feed(&mut mix, None, &[(at(2, "12:20"), &format!("new-{i}"), Some(&node))]);
+    }
+    assert_eq!(mix.signatures.names.len(), MAX_SIGNATURES);
+    let m = mix.of(u.start).unwrap();
+    assert_eq!((m.jobs, m.signatures.len()), (20, 0));
+    // No signature is over its share (none is told), nor a node: the usual mix.
+    assert_eq!(
+        classify(&[u], B, &mix),
+        vec![(
+            u,
+            Kind::Surge {
+                jobs: 20,
+                expected: 0.5
+            }
+        )]
+    );
+}
+
+#[test]
 fn a_job_counts_once_in_a_window_and_only_in_those_its_runs_end_in() {
     let u = [
         Unusual {
