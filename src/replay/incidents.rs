@@ -384,35 +384,33 @@ pub fn poisson_tail(k: u64, lambda: f64) -> f64 {
     }
     let ln_pmf = |i: u64| -lambda + i as f64 * lambda.ln() - ln_factorial(i);
     if (k as f64) > lambda {
-        // The upper terms, each λ/(i+1) of the one before, until they no longer count.
-        let first = ln_pmf(k);
-        let (mut term, mut sum, mut i) = (1.0f64, 0.0f64, k);
-        loop {
-            sum += term;
-            i += 1;
-            term *= lambda / i as f64;
-            if term < sum * 1e-17 {
-                break;
-            }
-        }
-        (first + sum.ln()).exp().min(1.0)
+        // The upper terms, each λ/(i+1) of the one before.
+        series(ln_pmf(k), k, |i| Some((lambda / (i + 1) as f64, i + 1)))
+            .exp()
+            .min(1.0)
     } else {
         // The lower terms, downward from k − 1, taken from 1.
-        let first = ln_pmf(k - 1);
-        let (mut term, mut sum, mut i) = (1.0f64, 0.0f64, k - 1);
-        loop {
-            sum += term;
-            if i == 0 {
-                break;
-            }
-            term *= i as f64 / lambda;
-            i -= 1;
-            if term < sum * 1e-17 {
-                break;
-            }
-        }
-        (1.0 - (first + sum.ln()).exp()).clamp(0.0, 1.0)
+        let lower = series(ln_pmf(k - 1), k - 1, |i| (i > 0).then(|| (i as f64 / lambda, i - 1)));
+        (1.0 - lower.exp()).clamp(0.0, 1.0)
     }
+}
+
+/// `ln` of a tail's sum: its first term `exp(first)`, then from term `i` the next, `step(i)`
+/// times it (`None`: no term after `i`), until the terms no longer count.
+fn series(first: f64, mut i: u64, step: impl Fn(u64) -> Option<(f64, u64)>) -> f64 {
+    let (mut term, mut sum) = (1.0f64, 0.0f64);
+    loop {
+        sum += term;
+        let Some((ratio, next)) = step(i) else {
+            break;
+        };
+        term *= ratio;
+        i = next;
+        if term < sum * 1e-17 {
+            break;
+        }
+    }
+    first + sum.ln()
 }
 
 /// `ln n!`: summed exactly up to 20, Stirling's series past it (its error below 1e-15

@@ -518,17 +518,23 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_window_takes_its_runs_out_of_the_trials_and_the_nodes_and_lists_them() {
-        let jobs = [job(0, 100), job(5, 200)];
+    /// Pass 1's learning of `jobs`.
+    fn learned_of(jobs: &[FailureHistory]) -> Learned {
         let mut unit = UnitLearned::default();
         let mut ends = Vec::new();
-        for h in &jobs {
+        for h in jobs {
             incidents::ends(h, &mut ends);
             unit.add_job(h, &ends, &[false; 3]);
         }
         let mut learned = Learned::default();
         learned.merge_unit(unit);
+        learned
+    }
+
+    #[test]
+    fn a_window_takes_its_runs_out_of_the_trials_and_the_nodes_and_lists_them() {
+        let jobs = [job(0, 100), job(5, 200)];
+        let mut learned = learned_of(&jobs);
         assert_eq!(
             learned.signatures[0].trials,
             Tally {
@@ -567,14 +573,7 @@ mod tests {
     #[test]
     fn a_burst_or_a_surge_is_listed_and_learned_from() {
         let jobs = [job(0, 100), job(5, 200)];
-        let mut unit = UnitLearned::default();
-        let mut ends = Vec::new();
-        for h in &jobs {
-            incidents::ends(h, &mut ends);
-            unit.add_job(h, &ends, &[false; 3]);
-        }
-        let mut learned = Learned::default();
-        learned.merge_unit(unit);
+        let mut learned = learned_of(&jobs);
         let before = (learned.signatures[0].trials, learned.nodes["n1"].failed);
         let windows = Windows(vec![Window::given(Timestamp(0), Timestamp(10 * 60_000_000_000))]);
         let mut again = Again::default();

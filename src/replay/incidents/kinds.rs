@@ -24,7 +24,8 @@
 use std::collections::HashMap;
 
 use super::{
-    is_unusual, ln_factorial, step_of, Detected, Test, Window, Windows, AFTER, ALPHA, BEFORE, STEP, STEPS_PER_WINDOW,
+    is_unusual, ln_factorial, series, step_of, Detected, Test, Window, Windows, AFTER, ALPHA, BEFORE, STEP,
+    STEPS_PER_WINDOW,
 };
 use crate::model::failure_history::Timestamp;
 
@@ -489,36 +490,12 @@ pub fn binomial_tail(k: u64, n: u64, q: f64) -> f64 {
     let odds = q / (1.0 - q);
     if (k as f64) > n as f64 * q {
         // The upper terms, each (n−i)/(i+1) · q/(1−q) of the one before.
-        let first = ln_pmf(k);
-        let (mut term, mut sum, mut i) = (1.0f64, 0.0f64, k);
-        loop {
-            sum += term;
-            if i == n {
-                break;
-            }
-            term *= (n - i) as f64 / (i + 1) as f64 * odds;
-            i += 1;
-            if term < sum * 1e-17 {
-                break;
-            }
-        }
-        (first + sum.ln()).exp().min(1.0)
+        let step = |i: u64| (i < n).then(|| ((n - i) as f64 / (i + 1) as f64 * odds, i + 1));
+        series(ln_pmf(k), k, step).exp().min(1.0)
     } else {
         // The lower terms, downward from k − 1, taken from 1.
-        let first = ln_pmf(k - 1);
-        let (mut term, mut sum, mut i) = (1.0f64, 0.0f64, k - 1);
-        loop {
-            sum += term;
-            if i == 0 {
-                break;
-            }
-            term *= i as f64 / (n - i + 1) as f64 / odds;
-            i -= 1;
-            if term < sum * 1e-17 {
-                break;
-            }
-        }
-        (1.0 - (first + sum.ln()).exp()).clamp(0.0, 1.0)
+        let step = |i: u64| (i > 0).then(|| (i as f64 / (n - i + 1) as f64 / odds, i - 1));
+        (1.0 - series(ln_pmf(k - 1), k - 1, step).exp()).clamp(0.0, 1.0)
     }
 }
 

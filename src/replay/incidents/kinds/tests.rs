@@ -167,6 +167,17 @@ fn mixed(window: impl Fn(&mut Mix, usize)) -> (Mix, Unusual) {
 /// 432 windows tested: 0.01/432 = 2.3e-5.
 const B: u64 = 432;
 
+/// `u` as a surge of its 20 jobs where 0.5 were expected.
+fn surge_of_20(u: Unusual) -> Vec<(Unusual, Kind)> {
+    vec![(
+        u,
+        Kind::Surge {
+            jobs: 20,
+            expected: 0.5,
+        },
+    )]
+}
+
 #[test]
 fn twenty_jobs_of_the_usual_mix_are_a_surge() {
     // 10 of A and 10 of B, 2 on each node: the top signature A (a tie, the first in order),
@@ -177,16 +188,7 @@ fn twenty_jobs_of_the_usual_mix_are_a_surge() {
         feed(m, None, &[(at(2, "12:20"), sig, Some(&node))]);
     });
     assert!(mix.can_tell());
-    assert_eq!(
-        classify(&[u], B, &mix),
-        vec![(
-            u,
-            Kind::Surge {
-                jobs: 20,
-                expected: 0.5
-            }
-        )]
-    );
+    assert_eq!(classify(&[u], B, &mix), surge_of_20(u));
 }
 
 #[test]
@@ -269,16 +271,7 @@ fn signatures_past_the_ten_thousand_kept_count_in_k_and_are_no_top_signature() {
     let m = mix.of(u.start).unwrap();
     assert_eq!((m.jobs, m.signatures.len()), (20, 0));
     // No signature is over its share (none is told), nor a node: the usual mix.
-    assert_eq!(
-        classify(&[u], B, &mix),
-        vec![(
-            u,
-            Kind::Surge {
-                jobs: 20,
-                expected: 0.5
-            }
-        )]
-    );
+    assert_eq!(classify(&[u], B, &mix), surge_of_20(u));
 }
 
 #[test]
