@@ -47,6 +47,9 @@ struct JobsResponse {
 struct ApiJob {
     job_id: String,
     queue: String,
+    /// An older Lookout that leaves it out: no job set.
+    #[serde(default)]
+    job_set: Option<String>,
     memory: i64,
     /// Millicores; an older Lookout that leaves it out requests none.
     #[serde(default)]
@@ -627,6 +630,7 @@ impl ApiJobs<'_> {
             job: JobRow {
                 job_id: j.job_id,
                 queue: j.queue,
+                job_set: j.job_set,
                 memory: j.memory,
                 cpu: j.cpu,
                 gpu: j.gpu,

@@ -73,7 +73,7 @@ const RUN_BYTES: usize = 256;
 pub(super) const COLUMNS: &str = "j.job_id, j.memory, j.submitted, left(j.annotations::text, 1048577), \
      r.run_id, r.node, r.job_run_state, r.leased, r.pending, r.started, r.finished, r.exit_code, \
      substring(r.error FROM 1 FOR 131073), r.failure_category, r.failure_subcategory, j.cpu, j.gpu, \
-     substring(r.debug FROM 1 FOR 131073), j.queue, j.state, r.pool";
+     substring(r.debug FROM 1 FOR 131073), j.queue, j.state, r.pool, j.jobset";
 
 const JOB_ID: usize = 0;
 const MEMORY: usize = 1;
@@ -96,7 +96,8 @@ const DEBUG: usize = 17;
 const QUEUE: usize = 18;
 const JOB_STATE: usize = 19;
 const POOL: usize = 20;
-const FIELDS: usize = 21;
+const JOB_SET: usize = 21;
+const FIELDS: usize = 22;
 
 /// The names of the columns, for messages.
 const NAMES: [&str; FIELDS] = [
@@ -121,6 +122,7 @@ const NAMES: [&str; FIELDS] = [
     "queue",
     "state",
     "pool",
+    "jobset",
 ];
 
 /// A connection to Lookout's database.
@@ -1020,9 +1022,12 @@ fn job_row(row: &Row) -> Result<JobRow, RowError> {
     // NULL (which the schema forbids) only leaves the job's end unsaid: no need to leave the
     // job out for it.
     let state = int2(row.get(JOB_STATE)).map_err(|w| bad((JOB_STATE, w)))?;
+    // NULL (which the schema forbids) only leaves the job in no job set.
+    let job_set = opt_text(row.get(JOB_SET)).map_err(|w| bad((JOB_SET, w)))?;
     Ok(JobRow {
         job_id,
         queue,
+        job_set,
         memory,
         cpu,
         gpu,
@@ -1394,7 +1399,7 @@ mod tests {
         ));
         assert_eq!(
             parse_row(&3i16.to_be_bytes(), &mut fields).err().unwrap(),
-            "a row of 3 fields where the statement reads 21"
+            "a row of 3 fields where the statement reads 22"
         );
         assert!(parse_header(b"PGCOPY\n\xff\r\n\x01xxxxxxxx").is_err());
     }

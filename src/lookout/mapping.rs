@@ -183,6 +183,8 @@ pub fn record_complete(job: &LookoutJob, job_state: i16) -> bool {
 pub struct JobRow {
     pub job_id: String,
     pub queue: String,
+    /// `job.jobset` (`None`: not given).
+    pub job_set: Option<String>,
     /// Bytes.
     pub memory: i64,
     /// `job.cpu`: millicores requested.
@@ -533,6 +535,7 @@ fn job_of(j: JobRow) -> Result<Job, RowError> {
     Ok(Job {
         id: j.job_id,
         queue: Some(j.queue),
+        job_set: j.job_set.filter(|s| !s.is_empty()),
         submitted_at: j.submitted,
         annotations: j.annotations,
         memory: (j.memory > 0).then_some(j.memory as f64),

@@ -44,6 +44,9 @@ pub struct Job {
     /// Empty when the document does not say; the command fills in the file stem.
     pub id: String,
     pub queue: Option<String>,
+    /// `job.jobSet`: with the queue, the job set it was submitted in (docs/reference/suggest.md
+    /// "Incidents": one job set's burst). No effect on decisions.
+    pub job_set: Option<String>,
     pub annotations: BTreeMap<String, String>,
     /// Default 1s, as Armada assigns.
     pub termination_grace_period: Option<GoDuration>,
@@ -370,6 +373,10 @@ fn decode_job(dec: &mut Decoder, f: &super::decode::Fields<'_>, job: &mut Job) {
     if let Some(v) = f.get("queue") {
         job.queue = dec.string(v, &f.path_of("queue"));
     }
+    // No effect on decisions; a burst's job set.
+    if let Some(v) = f.get("jobSet") {
+        job.job_set = dec.string(v, &f.path_of("jobSet"));
+    }
     if let Some(v) = f.get("annotations") {
         let p = f.path_of("annotations");
         if let crate::yaml::Value::Map(entries) = &v.value {
@@ -451,7 +458,6 @@ fn decode_job(dec: &mut Decoder, f: &super::decode::Fields<'_>, job: &mut Job) {
             job.resources = Some(res);
         }
     }
-    // `jobSet` is accepted (a real job has one) and has no effect on decisions.
 }
 
 /// One resource request: a quantity of 0 or more.
@@ -709,6 +715,9 @@ pub fn failure_history_json(h: &FailureHistory) -> serde_json::Value {
     }
     if let Some(q) = &h.job.queue {
         job.insert("queue".into(), json!(q));
+    }
+    if let Some(s) = &h.job.job_set {
+        job.insert("jobSet".into(), json!(s));
     }
     if !h.job.annotations.is_empty() {
         job.insert("annotations".into(), json!(h.job.annotations));

@@ -439,7 +439,7 @@ pub const HISTORY_JOB: &[Field] = &[
         Ty::Str,
         "RFC 3339 submission time; times print relative (`T+90s`) without it.",
     ),
-    f("jobSet", Ty::Str, "The job set (accepted, no effect on decisions)."),
+    f("jobSet", Ty::Str, "The job set, with the queue (one job set's burst of failures; no effect on decisions)."),
     f("gang", Ty::Object(GANG), "Gang scheduling of the job."),
     f(
         "resources",

@@ -1,5 +1,6 @@
 //! Incident windows (docs/reference/suggest.md "Incidents"): the hours in which more jobs
-//! failed than the history's own rate explains, found from the failed runs' times alone.
+//! failed than the hour of day explains, found from the failed runs' times alone, and told
+//! apart from one job set's burst and a surge of the usual mix ([`kinds`]).
 //!
 //! The rule, as the docs write it:
 //! - a failed run's time is its end ([`ends`]): `startedAt + runFor`, else the next run's
@@ -8,16 +9,18 @@
 //! - over the history's span, windows of 1 hour start every 10 minutes on the clock's
 //!   10-minute marks, the first at the earliest failed run's time floored to 10 minutes, the
 //!   last at the latest's; `k` of a window is the number of distinct jobs with a failed run
-//!   ending in it (a window is half-open: a run ending at its end is the next one's), `λ` the
-//!   mean of `k` over all `B` windows;
-//! - a window is an incident when `k ≥ 5` and `P(X ≥ k) < 0.01 / B` for `X ~ Poisson(λ)`
-//!   (a Bonferroni bound over the windows tested); each is widened by 10 minutes before and 5
-//!   after, and overlapping ones are merged, with the windows given by hand (taken as given).
+//!   ending in it (a window is half-open: a run ending at its end is the next one's), `B` the
+//!   windows;
+//! - a window is unusual when `k ≥ 5` and `P(X ≥ k) < 0.01 / B` for `X ~ Poisson(λ_w)` (a
+//!   Bonferroni bound over the windows tested), `λ_w` its expected count ([`kinds::Expected`]:
+//!   by hour of day once the windows start on 3 UTC days, else the mean of all); each is
+//!   widened by 10 minutes before and 5 after, and overlapping ones are merged, with the
+//!   windows given by hand (taken as given).
 //!
 //! Owns: the times, the counts detection needs ([`Detector`]: per job, the windows its
 //! failed runs fall in, kept as the changes of `k` from one window start to the next, so
 //! that it holds the span's windows, not the runs, and adds up alike whatever the split of
-//! the jobs into units or shards), the test ([`poisson_tail`], [`is_incident`]), the windows
+//! the jobs into units or shards), the test ([`poisson_tail`], [`is_unusual`]), the windows
 //! found ([`Detected`]), and the same rule over a list of `(time, job)` pairs with `λ` given
 //! ([`detect_failures`], for a caller that holds its own list). Pure: no I/O, no clock; the
 //! span is the history's own.
@@ -27,6 +30,11 @@ use std::collections::HashMap;
 use serde::{Deserialize, Serialize};
 
 use crate::model::failure_history::{FailureHistory, Outcome, StartedAt, Timestamp};
+
+pub mod kinds;
+
+use kinds::Expected;
+pub use kinds::{Kind, Unusual};
 
 const MINUTE: i64 = 60_000_000_000;
 
@@ -282,66 +290,72 @@ impl Detector {
         (out, (last - first + 1) as u64)
     }
 
-    /// The windows by the rule (docs/reference/suggest.md "Incidents"): `rule`'s λ and `B`
-    /// when given, else the span's own; merged with `given` (taken as given).
-    pub fn detect(&self, rule: Rule, given: &[Window]) -> Detected {
+    /// The first and last window start of the span (steps).
+    fn starts(&self) -> Option<(i64, i64)> {
+        self.span.map(|(lo, hi)| (step_of(lo), step_of(hi)))
+    }
+
+    /// The unusual windows by the rule (docs/reference/suggest.md "Incidents"): `rule`'s λ
+    /// and `B` when given, else the span's own, `λ_w` by hour of day once the span starts
+    /// windows on 3 UTC days; in order, with the figures they were tested by.
+    pub fn unusual(&self, rule: Rule) -> (Vec<Unusual>, Test) {
         let (segments, windows) = self.segments();
         let tests = rule.tests.unwrap_or(windows);
-        let total: u64 = segments.iter().map(|(a, b, k)| (b - a + 1) as u64 * k).sum();
-        let lambda = rule.lambda.unwrap_or(if windows == 0 {
-            0.0
-        } else {
-            total as f64 / windows as f64
-        });
-        let max_k = segments.iter().map(|s| s.2).max().unwrap_or(0);
-        let threshold = threshold(lambda, tests, max_k);
-        let mut found: Vec<Window> = Vec::new();
-        if let Some(min) = threshold {
-            // Consecutive incident starts, each widened: one span from the first's start less
-            // 10 minutes to the last's end plus 5.
-            let mut run: Option<(i64, i64)> = None;
-            for &(a, b, k) in &segments {
-                if k < min {
-                    continue;
-                }
-                run = match run {
-                    Some((ra, rb)) if a == rb + 1 => Some((ra, b)),
-                    Some(done) => {
-                        found.push(widened(done));
-                        Some((a, b))
-                    }
-                    None => Some((a, b)),
-                };
+        let expected = match (rule.lambda, self.starts()) {
+            (Some(lambda), _) => Expected::flat(lambda),
+            (None, Some((first, last))) => Expected::of(&segments, first, last),
+            (None, None) => Expected::flat(0.0),
+        };
+        let mut out = Vec::new();
+        for &(a, b, k) in &segments {
+            if k < MIN_JOBS {
+                continue;
             }
-            if let Some(done) = run {
-                found.push(widened(done));
+            for start in a..=b {
+                let lambda = expected.at(start);
+                // Never unusual at or under what is expected: the tail is past one half there.
+                if (k as f64) > lambda && is_unusual(k, lambda, tests) {
+                    out.push(Unusual {
+                        start,
+                        k,
+                        expected: lambda,
+                    });
+                }
             }
         }
-        let only = Windows::merged(found.clone());
-        found.extend(given.iter().copied());
-        Detected {
-            windows: Windows::merged(found).0,
-            found: only,
-            lambda,
+        let test = Test {
+            mean: expected.mean,
             tests,
-            threshold,
+            by_hour: expected.by_hour(),
+        };
+        (out, test)
+    }
+
+    /// Every unusual window as an incident, widened and merged with `given` (taken as given):
+    /// for a count that cannot tell the kinds (it holds no job's mix).
+    pub fn detect(&self, rule: Rule, given: &[Window]) -> Detected {
+        let (unusual, test) = self.unusual(rule);
+        let found: Vec<Window> = unusual.iter().map(Unusual::widened).collect();
+        let only = Windows::merged(found.clone());
+        let mut all = found;
+        all.extend(given.iter().copied());
+        Detected {
+            windows: Windows::merged(all).0,
+            found: only,
+            lambda: test.mean,
+            tests: test.tests,
+            busy: Vec::new(),
         }
     }
 }
 
-/// Window starts `a..=b` (in steps) as one widened span.
-fn widened((a, b): (i64, i64)) -> Window {
-    let from = a.saturating_mul(STEP).saturating_sub(BEFORE);
-    let to = b
-        .saturating_mul(STEP)
-        .saturating_add(STEPS_PER_WINDOW * STEP)
-        .saturating_add(AFTER);
-    Window {
-        from: Timestamp(from),
-        to: Timestamp(to),
-        detected: true,
-        given: false,
-    }
+/// The figures the windows were tested by: the mean `k` of all windows, `B`, and whether
+/// `λ_w` was by hour of day.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Test {
+    pub mean: f64,
+    pub tests: u64,
+    pub by_hour: bool,
 }
 
 /// λ and `B` when the caller knows them better than the span does (a window of a live
@@ -353,20 +367,9 @@ pub struct Rule {
     pub tests: Option<u64>,
 }
 
-/// The smallest `k` that is an incident at `lambda` over `tests` windows, when one up to
-/// `max_k` is.
-fn threshold(lambda: f64, tests: u64, max_k: u64) -> Option<u64> {
-    if tests == 0 {
-        return None;
-    }
-    // The tail falls as k grows: the first k past the mean that passes.
-    let start = MIN_JOBS.max(lambda.floor() as u64 + 1);
-    (start..=max_k).find(|&k| is_incident(k, lambda, tests))
-}
-
-/// Whether a window of `k` distinct failing jobs is an incident at rate `lambda` among
-/// `tests` windows tested: `k ≥ 5` and `P(X ≥ k) < 0.01 / tests`, `X ~ Poisson(λ)`.
-pub fn is_incident(k: u64, lambda: f64, tests: u64) -> bool {
+/// Whether a window of `k` distinct failing jobs is unusual at rate `lambda` among `tests`
+/// windows tested: `k ≥ 5` and `P(X ≥ k) < 0.01 / tests`, `X ~ Poisson(λ)`.
+pub fn is_unusual(k: u64, lambda: f64, tests: u64) -> bool {
     k >= MIN_JOBS && tests > 0 && poisson_tail(k, lambda) < ALPHA / tests as f64
 }
 
@@ -381,35 +384,33 @@ pub fn poisson_tail(k: u64, lambda: f64) -> f64 {
     }
     let ln_pmf = |i: u64| -lambda + i as f64 * lambda.ln() - ln_factorial(i);
     if (k as f64) > lambda {
-        // The upper terms, each λ/(i+1) of the one before, until they no longer count.
-        let first = ln_pmf(k);
-        let (mut term, mut sum, mut i) = (1.0f64, 0.0f64, k);
-        loop {
-            sum += term;
-            i += 1;
-            term *= lambda / i as f64;
-            if term < sum * 1e-17 {
-                break;
-            }
-        }
-        (first + sum.ln()).exp().min(1.0)
+        // The upper terms, each λ/(i+1) of the one before.
+        series(ln_pmf(k), k, |i| Some((lambda / (i + 1) as f64, i + 1)))
+            .exp()
+            .min(1.0)
     } else {
         // The lower terms, downward from k − 1, taken from 1.
-        let first = ln_pmf(k - 1);
-        let (mut term, mut sum, mut i) = (1.0f64, 0.0f64, k - 1);
-        loop {
-            sum += term;
-            if i == 0 {
-                break;
-            }
-            term *= i as f64 / lambda;
-            i -= 1;
-            if term < sum * 1e-17 {
-                break;
-            }
-        }
-        (1.0 - (first + sum.ln()).exp()).clamp(0.0, 1.0)
+        let lower = series(ln_pmf(k - 1), k - 1, |i| (i > 0).then(|| (i as f64 / lambda, i - 1)));
+        (1.0 - lower.exp()).clamp(0.0, 1.0)
     }
+}
+
+/// `ln` of a tail's sum: its first term `exp(first)`, then from term `i` the next, `step(i)`
+/// times it (`None`: no term after `i`), until the terms no longer count.
+fn series(first: f64, mut i: u64, step: impl Fn(u64) -> Option<(f64, u64)>) -> f64 {
+    let (mut term, mut sum) = (1.0f64, 0.0f64);
+    loop {
+        sum += term;
+        let Some((ratio, next)) = step(i) else {
+            break;
+        };
+        term *= ratio;
+        i = next;
+        if term < sum * 1e-17 {
+            break;
+        }
+    }
+    first + sum.ln()
 }
 
 /// `ln n!`: summed exactly up to 20, Stirling's series past it (its error below 1e-15
@@ -498,8 +499,9 @@ pub struct Detected {
     /// The mean `k` of a window, and `B`, the windows tested.
     pub lambda: f64,
     pub tests: u64,
-    /// The smallest `k` that made an incident (`None`: no window reached one).
-    pub threshold: Option<u64>,
+    /// The bursts and surges, merged apart from the incidents (none where the kinds were not
+    /// told: [`Detector::detect`]).
+    pub busy: Vec<(Window, Kind)>,
 }
 
 impl Detected {

@@ -44,6 +44,7 @@ pub fn pack(packer: &mut Packer, history: &FailureHistory, out: &mut Vec<u8>) {
     let Job {
         id,
         queue,
+        job_set,
         annotations,
         termination_grace_period,
         memory,
@@ -58,6 +59,7 @@ pub fn pack(packer: &mut Packer, history: &FailureHistory, out: &mut Vec<u8>) {
     let w = &mut Writer(out, &mut packer.strs);
     w.str(id);
     w.opt_str(queue.as_deref());
+    w.opt_str(job_set.as_deref());
     w.uint(annotations.len() as u64);
     for (k, v) in annotations {
         w.str(k);
@@ -124,6 +126,7 @@ pub fn unpack(bytes: &[u8], into: &mut FailureHistory) -> Result<(), Damaged> {
     let job = &mut into.job;
     r.str_into(&mut job.id)?;
     r.opt_str_into(&mut job.queue)?;
+    r.opt_str_into(&mut job.job_set)?;
     job.annotations = match r.uint()? {
         0 => BTreeMap::new(),
         n => {
@@ -593,6 +596,7 @@ mod tests {
             job: Job {
                 id: "job-1".into(),
                 queue: Some("ml".into()),
+                job_set: Some("sweep-17".into()),
                 annotations: [("a".to_string(), "b".to_string())].into(),
                 termination_grace_period: Some(GoDuration(30_000_000_000)),
                 memory: Some(-0.0),

@@ -1,9 +1,11 @@
 //! Incidents in suggest (docs/reference/suggest.md "Incidents"), once pass 1 has found the
-//! windows (`replay::incidents`): what each job with a failed run in a window adds to the
-//! windows' listing, and what leaving those runs out takes out of pass 1's counts
+//! unusual windows (`replay::incidents`): what each failing job adds to the mix that tells
+//! their kinds ([`mix_job`]); what each job with a failed run in a window adds to the
+//! windows' listing, and what leaving an incident's runs out takes out of pass 1's counts
 //! ([`Again`], a worker's unit of jobs read again, folded in any order: every part is a sum);
 //! then the counts without them ([`Again::leave_out`]), and the proposal's marks that the
-//! windows call for ([`Sensitive`], [`short_backoff`]).
+//! windows call for ([`Sensitive`], [`short_backoff`]). A burst's or a surge's runs are
+//! listed and learned from.
 //!
 //! Leaving a failed run out: it is no trial of its signature (its next run neither a success
 //! nor a failure), counts in no node's runs or failures, and joins no default's pool (the
@@ -19,11 +21,12 @@ use crate::model::failure_history::{FailureHistory, Outcome};
 use crate::model::policy::{Action, Condition};
 use crate::replay::device_time::request_time;
 use crate::replay::estimate::{Tally, DEPTHS};
-use crate::replay::incidents::{self, Window, Windows};
+use crate::replay::incidents::kinds::Mix;
+use crate::replay::incidents::{self, Kind, Window, Windows};
 
 use super::propose::Verdict;
 use super::signature::text_into;
-use super::stats::{FutileDays, Learned, Map, SignatureStats};
+use super::stats::{FutileDays, Learned, Map, SignatureStats, MAX_SIGNATURES, OTHER};
 
 /// One window's listing: the jobs with a failed run in it, those runs, their GPU time, by
 /// signature and by node, and the record's retries of them.
@@ -84,12 +87,59 @@ struct Removed {
     futile: FutileDays,
 }
 
-/// What one node loses: its runs and failures in the windows, and those by signature.
+/// What one node loses: its runs and failures in the windows, and those by signature slot.
 #[derive(Debug, Clone, Default)]
 struct NodeRemoved {
     runs: u64,
     failed: u64,
-    signatures: Map<u64>,
+    signatures: Slots<u64>,
+}
+
+/// By a signature's slot in pass 1's learning ([`Learned::slot_of`]: `usize::MAX` for
+/// `other`): what the windows hold follows the 10,000 signatures learning keeps, not the
+/// messages met.
+type Slots<V> = HashMap<usize, V, foldhash::fast::RandomState>;
+
+/// A window's failed runs by signature while they are counted: a learned signature by its
+/// slot, another (a job learning did not count: another queue's, a test job's) by its text,
+/// the first [`MAX_SIGNATURES`] of those met, the rest as `other`.
+#[derive(Debug, Default)]
+struct Counting {
+    slots: Slots<u64>,
+    rest: Map<u64>,
+}
+
+impl Counting {
+    fn add(&mut self, slot: usize, text: &str, n: u64) {
+        if slot != usize::MAX {
+            *self.slots.entry(slot).or_default() += n;
+        } else if let Some(v) = self.rest.get_mut(text) {
+            *v += n;
+        } else if self.rest.len() < MAX_SIGNATURES {
+            self.rest.insert(text.to_string(), n);
+        } else {
+            *self.slots.entry(usize::MAX).or_default() += n;
+        }
+    }
+
+    fn merge(&mut self, o: Counting) {
+        for (slot, n) in o.slots {
+            *self.slots.entry(slot).or_default() += n;
+        }
+        for (text, n) in o.rest {
+            self.add(usize::MAX, &text, n);
+        }
+    }
+
+    /// By text, as the listing says them (`other` for the signatures past the 10,000 kept).
+    fn texts(self, learned: &Learned) -> HashMap<String, u64> {
+        let mut out: HashMap<String, u64> = self.rest.into_iter().collect();
+        for (slot, n) in self.slots {
+            let text = learned.signatures.get(slot).map_or(OTHER, |s| s.text.as_str());
+            *out.entry(text.to_string()).or_default() += n;
+        }
+        out
+    }
 }
 
 /// `map[key] += n`, allocating the key only when it is new (most failed runs' signatures and
@@ -115,7 +165,9 @@ fn entry<'m, V: Default>(map: &'m mut Map<V>, key: &str) -> &'m mut V {
 #[derive(Debug, Default)]
 pub struct Again {
     pub listed: Vec<Listed>,
-    sigs: Map<Removed>,
+    /// Each window's signatures, as they are counted ([`Listed::signatures`] at the end).
+    counting: Vec<Counting>,
+    sigs: Slots<Removed>,
     nodes: Map<NodeRemoved>,
     ends: Vec<Option<i64>>,
     text: String,
@@ -134,11 +186,65 @@ fn less(t: &mut Tally, o: Tally) {
     t.successes = t.successes.saturating_sub(o.successes).min(t.trials);
 }
 
+/// A worker's scratch for [`mix_job`].
+#[derive(Debug, Default)]
+pub struct MixScratch {
+    ends: Vec<Option<i64>>,
+    text: String,
+    scratch: String,
+}
+
+/// One failing job's part of the mix: its queue, job set, and failed runs with a time
+/// (`(time, signature, node)`).
+#[derive(Debug)]
+pub struct MixJob {
+    queue: Option<String>,
+    job_set: Option<String>,
+    runs: Vec<(i64, String, Option<String>)>,
+}
+
+/// `history`'s part of the mix (`None`: no failed run with a time), in a worker.
+pub fn mix_job(s: &mut MixScratch, history: &FailureHistory) -> Option<MixJob> {
+    incidents::ends(history, &mut s.ends);
+    let mut runs = Vec::new();
+    for (run, end) in history.runs.iter().zip(&s.ends) {
+        let Some(t) = end.filter(|_| run.outcome == Outcome::Failed) else {
+            continue;
+        };
+        text_into(run, &mut s.text, &mut s.scratch);
+        runs.push((t, s.text.clone(), run.node.clone()));
+    }
+    (!runs.is_empty()).then(|| MixJob {
+        queue: history.job.queue.clone(),
+        job_set: history.job.job_set.clone(),
+        runs,
+    })
+}
+
+impl MixJob {
+    /// Added to `mix` (on one thread).
+    pub fn feed(&self, mix: &mut Mix) {
+        mix.job(self.queue.as_deref(), self.job_set.as_deref());
+        for (t, sig, node) in &self.runs {
+            mix.failed_run(*t, sig, node.as_deref());
+        }
+        mix.end_job();
+    }
+}
+
 impl Again {
     /// One job read again: listed in every window one of its failed runs ends in; with
-    /// `learned` (a job pass 1 learned from), what its runs there take out of the learning.
-    /// `collided`: per run, whether its next run was a collided retry (as pass 1 found it).
-    pub fn add_job(&mut self, history: &FailureHistory, windows: &Windows, learned: bool, collided: &[bool]) {
+    /// `learned` (a job pass 1 learned from), what its runs in an incident (`leave[w]`) take
+    /// out of the learning. `collided`: per run, whether its next run was a collided retry
+    /// (as pass 1 found it).
+    pub fn add_job(
+        &mut self,
+        history: &FailureHistory,
+        windows: &Windows,
+        leave: &[bool],
+        (learned, slots): (bool, &Learned),
+        collided: &[bool],
+    ) {
         incidents::ends(history, &mut self.ends);
         let inside = |k: usize, ends: &[Option<i64>]| ends.get(k).copied().flatten().and_then(|t| windows.find(t));
         let any = history
@@ -151,6 +257,7 @@ impl Again {
         }
         if self.listed.len() < windows.len() {
             self.listed.resize_with(windows.len(), Listed::default);
+            self.counting.resize_with(windows.len(), Counting::default);
         }
         let gpu_milli = history.job.resources.and_then(|r| r.gpu_milli);
         self.touched.clear();
@@ -166,11 +273,12 @@ impl Again {
                 self.listed[w].jobs += 1;
             }
             text_into(run, &mut self.text, &mut self.scratch);
+            let slot = slots.slot_of(&self.text);
             let next = history.runs.get(k + 1);
             let l = &mut self.listed[w];
             l.failed_runs += 1;
             l.gpu = l.gpu.saturating_add(request_time(run.run_for, gpu_milli));
-            bump(&mut l.signatures, &self.text, 1);
+            self.counting[w].add(slot, &self.text, 1);
             if let Some(node) = &run.node {
                 bump(&mut l.nodes, node, 1);
             }
@@ -178,10 +286,10 @@ impl Again {
                 l.retried += 1;
                 l.retried_succeeded += u64::from(next.outcome == Outcome::Succeeded);
             }
-            if !learned {
+            if !learned || !leave.get(w).copied().unwrap_or(true) {
                 continue;
             }
-            let r = entry(&mut self.sigs, &self.text);
+            let r = self.sigs.entry(slot).or_default();
             r.in_incidents += 1;
             let collided = collided.get(k).copied().unwrap_or(false);
             if let Some(next) = next.filter(|_| !collided) {
@@ -203,8 +311,7 @@ impl Again {
                 n.runs += 1;
                 if !run.conditions.contains(&Condition::Preempted) {
                     n.failed += 1;
-                    let s = entry(&mut n.signatures, &self.text);
-                    *s += 1;
+                    *n.signatures.entry(slot).or_default() += 1;
                 }
             }
         }
@@ -214,12 +321,16 @@ impl Again {
     pub fn merge(&mut self, o: Again) {
         if self.listed.len() < o.listed.len() {
             self.listed.resize_with(o.listed.len(), Listed::default);
+            self.counting.resize_with(o.listed.len(), Counting::default);
         }
         for (mine, theirs) in self.listed.iter_mut().zip(o.listed) {
             mine.merge(theirs);
         }
-        for (text, r) in o.sigs {
-            let m = self.sigs.entry(text).or_default();
+        for (mine, theirs) in self.counting.iter_mut().zip(o.counting) {
+            mine.merge(theirs);
+        }
+        for (slot, r) in o.sigs {
+            let m = self.sigs.entry(slot).or_default();
             m.in_incidents += r.in_incidents;
             for (a, b) in [
                 (&mut m.trials, r.trials),
@@ -249,8 +360,8 @@ impl Again {
     /// each signature's trials there and each node's runs; `in_incidents` counts the runs
     /// left out. Returns the listings, one a window.
     pub fn leave_out(self, learned: &mut Learned, windows: usize) -> Vec<Listed> {
-        for (text, r) in &self.sigs {
-            let stats = match learned.slot_of(text) {
+        for (&slot, r) in &self.sigs {
+            let stats = match slot {
                 usize::MAX => learned.other.as_mut(),
                 i => learned.signatures.get_mut(i),
             };
@@ -265,13 +376,12 @@ impl Again {
             s.futile_days.take_all(&r.futile);
         }
         for (name, n) in &self.nodes {
-            let slots: Vec<(usize, u64)> = n.signatures.iter().map(|(t, k)| (learned.slot_of(t), *k)).collect();
             let Some(node) = learned.nodes.get_mut(name.as_str()) else {
                 continue;
             };
             node.runs = node.runs.saturating_sub(n.runs);
             node.failed = node.failed.saturating_sub(n.failed);
-            for (slot, k) in slots {
+            for (&slot, &k) in &n.signatures {
                 if let Some(v) = node.signatures.get_mut(&slot) {
                     *v = v.saturating_sub(k);
                     if *v == 0 {
@@ -282,23 +392,27 @@ impl Again {
         }
         let mut listed = self.listed;
         listed.resize_with(windows, Listed::default);
+        for (l, c) in listed.iter_mut().zip(self.counting) {
+            l.signatures = c.texts(learned);
+        }
         listed
     }
 }
 
-/// What the windows say, for the report: each window and its listing, the median window's
-/// length, and what was left out in all.
+/// What the windows say, for the report: each incident and its listing, the median
+/// incident's length, each burst and surge and its listing, and what was left out in all.
 #[derive(Debug, Clone, Default)]
 pub struct Found {
     pub windows: Vec<(Window, Listed)>,
-    /// The rule's figures: λ, the windows tested, the smallest `k` that made an incident.
+    /// The bursts and surges (learned from), in time order.
+    pub busy: Vec<(Window, Kind, Listed)>,
+    /// The rule's figures: the mean `k` of a window, the windows tested.
     pub lambda: f64,
     pub tests: u64,
-    pub threshold: Option<u64>,
     /// The failed runs of the jobs learned from, and those left out.
     pub failed_runs: u64,
     pub left_out: u64,
-    /// Every job's failed runs in the windows (every queue's, as listed).
+    /// Every job's failed runs in the incidents (every queue's, as listed).
     pub in_windows: u64,
 }
 
@@ -354,6 +468,13 @@ impl Sensitive {
     pub fn get(&self, text: &str) -> Option<&Verdict> {
         self.0.get(text)
     }
+
+    /// Marks `text` (the default's, say) when `without` and `with` differ.
+    pub fn mark(&mut self, text: &str, without: &Verdict, with: &Verdict) {
+        if decides(without) != decides(with) {
+            self.0.insert(text.to_string(), with.clone());
+        }
+    }
 }
 
 /// Whether a Retry rule's first delay is shorter than the median window (`median`, in
@@ -397,17 +518,23 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_window_takes_its_runs_out_of_the_trials_and_the_nodes_and_lists_them() {
-        let jobs = [job(0, 100), job(5, 200)];
+    /// Pass 1's learning of `jobs`.
+    fn learned_of(jobs: &[FailureHistory]) -> Learned {
         let mut unit = UnitLearned::default();
         let mut ends = Vec::new();
-        for h in &jobs {
+        for h in jobs {
             incidents::ends(h, &mut ends);
             unit.add_job(h, &ends, &[false; 3]);
         }
         let mut learned = Learned::default();
         learned.merge_unit(unit);
+        learned
+    }
+
+    #[test]
+    fn a_window_takes_its_runs_out_of_the_trials_and_the_nodes_and_lists_them() {
+        let jobs = [job(0, 100), job(5, 200)];
+        let mut learned = learned_of(&jobs);
         assert_eq!(
             learned.signatures[0].trials,
             Tally {
@@ -420,7 +547,7 @@ mod tests {
         let windows = Windows(vec![Window::given(Timestamp(0), Timestamp(10 * 60_000_000_000))]);
         let mut again = Again::default();
         for h in &jobs {
-            again.add_job(h, &windows, true, &[false; 3]);
+            again.add_job(h, &windows, &[true], (true, &learned), &[false; 3]);
         }
         let listed = again.leave_out(&mut learned, 1);
         let s = &learned.signatures[0];
@@ -441,6 +568,25 @@ mod tests {
         assert_eq!((l.jobs, l.failed_runs, l.retried, l.retried_succeeded), (2, 2, 2, 0));
         assert_eq!(Listed::top(&l.signatures, 3), vec![("exit:1@main", 2)]);
         assert_eq!(l.node_share(), Some(1.0));
+    }
+
+    #[test]
+    fn a_burst_or_a_surge_is_listed_and_learned_from() {
+        let jobs = [job(0, 100), job(5, 200)];
+        let mut learned = learned_of(&jobs);
+        let before = (learned.signatures[0].trials, learned.nodes["n1"].failed);
+        let windows = Windows(vec![Window::given(Timestamp(0), Timestamp(10 * 60_000_000_000))]);
+        let mut again = Again::default();
+        for h in &jobs {
+            again.add_job(h, &windows, &[false], (true, &learned), &[false; 3]);
+        }
+        let listed = again.leave_out(&mut learned, 1);
+        let s = &learned.signatures[0];
+        assert_eq!(
+            (s.in_incidents, s.trials, learned.nodes["n1"].failed),
+            (0, before.0, before.1)
+        );
+        assert_eq!((listed[0].jobs, listed[0].failed_runs), (2, 2));
     }
 
     /// A signature of 40 futile first retries, each on `day(k)` (days since 1970; `None`:

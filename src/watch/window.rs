@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::replay::compare::Comparison;
 use crate::replay::explained::Explained;
-use crate::replay::incidents::is_incident;
+use crate::replay::incidents::is_unusual;
 
 use super::job::Seen;
 
@@ -153,7 +153,7 @@ impl Window {
     /// Whether the hour holding `at` is an incident window: `k`, its jobs with a failed run,
     /// against `λ`, the mean of the hours from the one holding `from` up to it (an hour with no
     /// job counts 0), `P(X ≥ k) < 0.01 / B` over the `B` hours judged, and `k ≥ 5`
-    /// (`replay::incidents::is_incident`). Never before [`INCIDENT_HOURS_BEFORE`] hours are
+    /// (`replay::incidents::is_unusual`). Never before [`INCIDENT_HOURS_BEFORE`] hours are
     /// counted before it.
     pub fn is_incident_hour(&self, at: i64, from: i64) -> bool {
         let hour = at.div_euclid(HOUR) * HOUR;
@@ -164,7 +164,7 @@ impl Window {
         }
         let k = self.hours.get(&hour).map_or(0, |h| h.failed_jobs);
         let sum: u64 = self.hours.range(first..hour).map(|(_, h)| h.failed_jobs).sum();
-        is_incident(k, sum as f64 / before as f64, before as u64 + 1)
+        is_unusual(k, sum as f64 / before as f64, before as u64 + 1)
     }
 }
 

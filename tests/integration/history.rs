@@ -861,6 +861,37 @@ fn resources_from_lookout_rows_count_gpu_and_cpu_hours() {
     assert!((compute["expected"].as_f64().unwrap() - pending.iter().map(|j| expected(j)).sum::<f64>()).abs() < 1e-6);
 }
 
+/// Lookout's `job.jobset` is exported as `jobSet` (a job set's burst, docs/reference/suggest.md
+/// "Incidents"); Lookout's empty one is none, and the export reads back as it was written.
+#[test]
+fn the_job_set_is_exported() {
+    let Some(mut db) = pg::lookout_db("job_set") else {
+        return;
+    };
+    let job = |id: &str, set: &str| {
+        let set = match set {
+            "" => String::new(),
+            s => format!(r#","jobSet":"{s}""#),
+        };
+        format!(
+            r#"{{"apiVersion":"armadaproject.io/v1","kind":"FailureHistory","job":{{"id":"{id}","queue":"ml"{set},"submittedAt":"2026-11-16T08:00:00Z","state":"succeeded"}},"runs":[{{"node":"n1","queuedFor":"10s","runFor":"1m","outcome":"succeeded"}}]}}"#
+        )
+    };
+    let week = [job("s-1", "sweep-17"), job("s-2", ""), job("s-3", "nightly")].join("\n");
+    crate::support::lookout_rows::load(&mut db, &week, "");
+    let sets: Vec<String> = db
+        .client
+        .query("SELECT jobset FROM job ORDER BY job_id", &[])
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(sets, ["sweep-17", "", "nightly"]);
+    let home = temp_home();
+    let (file, _) = export_week(home.path(), &db);
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), format!("{week}\n"));
+}
+
 /// How each job ended (docs/lookout.md "Mapping"): Lookout's `job.state` is exported as
 /// `state` for a job whose record is complete, and only then (a job ending before a run still
 /// in flight is written without it). Replayed against a baseline that retries the failure, the

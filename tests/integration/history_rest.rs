@@ -68,7 +68,7 @@ fn rest_source_pages_and_looks_up_run_errors() {
     assert_eq!(lines.len(), 1100);
     assert_eq!(
         lines[1099],
-        r#"{"apiVersion":"armadaproject.io/v1","kind":"FailureHistory","job":{"id":"api-01099","queue":"ml","annotations":{"team":"vision"},"memory":"2147483648","submittedAt":"2026-11-16T08:00:00Z","resources":{"cpu":"1"},"state":"succeeded"},"runs":[{"node":"node-a","queuedFor":"15s","runFor":"10m","containers":[{"exitCode":137,"message":"OOMKilled in run-1099-a"}],"category":"oom","executorPath":"failedPod"},{"node":"node-b","queuedFor":"1m5s","runFor":"10m","outcome":"succeeded"}]}"#
+        r#"{"apiVersion":"armadaproject.io/v1","kind":"FailureHistory","job":{"id":"api-01099","queue":"ml","jobSet":"s","annotations":{"team":"vision"},"memory":"2147483648","submittedAt":"2026-11-16T08:00:00Z","resources":{"cpu":"1"},"state":"succeeded"},"runs":[{"node":"node-a","queuedFor":"15s","runFor":"10m","containers":[{"exitCode":137,"message":"OOMKilled in run-1099-a"}],"category":"oom","executorPath":"failedPod"},{"node":"node-b","queuedFor":"1m5s","runFor":"10m","outcome":"succeeded"}]}"#
     );
     let reqs = stub.requests();
     let pages: Vec<Value> = reqs

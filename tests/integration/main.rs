@@ -7,6 +7,7 @@ mod absurd_requests;
 mod adversarial;
 mod apply_verdict;
 mod backtest;
+mod busy;
 mod categorizer;
 mod categorizer_replay;
 mod cli_traps;

@@ -728,3 +728,63 @@ fn a_baseline_that_retries_more_than_the_cluster_did_does_not_explain_the_week()
         "{err}"
     );
 }
+
+/// The route's week with an outage planted (Wednesday from 08:00: 120 jobs of four runs, each
+/// failing on the registry, over 40 nodes): the README's route says what it left out of
+/// learning, where the operator reads it on the way: `suggested.yaml` (`-o policy`) starts
+/// with the `# incidents:` line naming the window and its share, suggest's stderr says the
+/// share, and the outage's signature's comment gives its runs left out.
+#[test]
+fn the_readme_route_says_what_an_outage_week_left_out_of_learning() {
+    let week = fs::read_to_string(root().join(WEEK)).unwrap();
+    let message = "rpc error: code = Unavailable desc = registry unavailable";
+    let mut planted = week.clone();
+    for j in 0..120u64 {
+        let secs = 8 * 3600 + j * 75;
+        let at = format!("2026-11-18T{:02}:{:02}:{:02}Z", secs / 3600, secs / 60 % 60, secs % 60);
+        let runs: Vec<Value> = (0..4u64)
+            .map(|k| {
+                serde_json::json!({"node": format!("node-{:02}", (j + 7 * k) % 40), "queuedFor": "10s", "runFor": "1m",
+                    "containers": [{"name": "main", "exitCode": 1, "reason": "Error", "message": message}],
+                    "executorPath": "failedPod"})
+            })
+            .collect();
+        let job = serde_json::json!({"apiVersion": "armadaproject.io/v1", "kind": "FailureHistory",
+            "job": {"id": format!("outage-{j:03}"), "queue": "ml", "memory": "17179869184", "submittedAt": at,
+                "resources": {"cpu": "4", "gpu": "1"}, "state": "failed"},
+            "runs": runs});
+        planted.push_str(&format!("{job}\n"));
+    }
+    let copy_current = |dir: &Path| {
+        for f in ["policies.yaml", "queues.yaml", "executor.yaml"] {
+            fs::copy(root().join(CURRENT).join(f), dir.join(f)).unwrap();
+        }
+    };
+    let Some(RouteRun { out, dir, server }) = route_script("route_outage", &planted, copy_current) else {
+        return;
+    };
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let suggested = fs::read_to_string(dir.path().join("suggested.yaml")).unwrap();
+    let first = suggested.lines().next().unwrap();
+    // One window, its share of the failed runs learned from, and its span.
+    let share = first
+        .strip_prefix("# incidents: 1 window, ")
+        .unwrap_or_else(|| panic!("{suggested}"));
+    let (counts, spans) = share.split_once(" left out of learning: ").unwrap();
+    assert!(
+        spans.starts_with("2026-11-18T07:") && spans.contains("Z/2026-11-18T"),
+        "{first}"
+    );
+    let pct = counts.split_once('(').unwrap().1.trim_end_matches(')');
+    assert!(
+        stderr.contains(&format!(
+            "incidents: 1 window, {pct} of failed runs left out of learning"
+        )),
+        "{stderr}"
+    );
+    // The outage's runs, 480, are in the window; the rule's comment says so.
+    let left: u64 = counts.split(" of ").next().unwrap().parse().unwrap();
+    assert!(left >= 480, "{first}");
+    assert!(suggested.contains("in incidents, not learned from)"), "{suggested}");
+    drop(server);
+}

@@ -62,6 +62,14 @@ impl Suggest {
         self.after_pass1(ctx, &mut pass)?;
         // The incident windows, their runs left out of what pass 1 learned.
         let incidents = self.incidents(&mut pass, baseline)?;
+        // What incidents left out, said on stderr in every format.
+        let left_out = incidents.found.as_ref().and_then(view::left_out);
+        if let Some(l) = &left_out {
+            writeln!(ctx.err, "{}", l.stderr)?;
+            if let Some(w) = &l.warning {
+                writeln!(ctx.err, "{}: {w}", ctx.style.warning("warning"))?;
+            }
+        }
         let estimates_backtest = self.backtest_estimates(&mut pass, &incidents.detected)?;
         let learned = &pass.learning.learned;
         let sorted = learned.sorted();
@@ -129,37 +137,42 @@ impl Suggest {
         // changes.
         let queue_counts = by_queue.map(ByQueue::into_counts).unwrap_or_default();
         let suspects = suspects(learned);
-        let report = Report {
-            engine,
-            engine_from: self.sides.engine_from,
-            name: &self.run.name,
-            knobs: self.knobs,
-            jobs: pass.learning.train_jobs,
-            failed_runs: learned.failed_runs,
-            signatures: &made.verdicts,
-            rules,
-            default,
-            kept: &proposal.kept,
-            upstream: proposal.upstream.as_ref(),
-            policy_retry_limit,
-            documents: &proposal.text,
-            suspects: &suspects,
-            nodes_named: !learned.nodes.is_empty(),
-            baseline_from: from,
-            commands: self.commands(rules, default, proposal),
-            backtest: self.sides.spec.backtest_at.as_ref().map(|b| view::BacktestHead {
-                at: b.text.clone(),
-                train_jobs: pass.learning.train_jobs,
-                test_jobs: pass.learning.test_jobs,
-            }),
-            queues: &queue_counts,
-            incidents: incidents.found.as_ref().map(|found| view::IncidentsView {
-                found,
-                sensitive: &made.sensitive,
-                short_backoff: self.short_backoff(baseline, rules, learned, found),
-            }),
-            collisions_ran: learned.collisions_ran,
-        };
+        let report =
+            Report {
+                engine,
+                engine_from: self.sides.engine_from,
+                name: &self.run.name,
+                knobs: self.knobs,
+                jobs: pass.learning.train_jobs,
+                failed_runs: learned.failed_runs,
+                signatures: &made.verdicts,
+                rules,
+                default,
+                kept: &proposal.kept,
+                upstream: proposal.upstream.as_ref(),
+                policy_retry_limit,
+                documents: &proposal.text,
+                suspects: &suspects,
+                nodes_named: !learned.nodes.is_empty(),
+                baseline_from: from,
+                commands: self.commands(rules, default, proposal),
+                backtest: self.sides.spec.backtest_at.as_ref().map(|b| view::BacktestHead {
+                    at: b.text.clone(),
+                    train_jobs: pass.learning.train_jobs,
+                    test_jobs: pass.learning.test_jobs,
+                }),
+                queues: &queue_counts,
+                // Bursts and surges alone leave nothing out: no `Incidents:` block.
+                incidents: incidents.found.as_ref().filter(|f| !f.windows.is_empty()).map(|found| {
+                    view::IncidentsView {
+                        found,
+                        sensitive: &made.sensitive,
+                        short_backoff: self.short_backoff(baseline, rules, learned, found),
+                    }
+                }),
+                collisions_ran: learned.collisions_ran,
+                busy: incidents.found.as_ref().map_or(&[][..], |f| &f.busy[..]),
+            };
         doc.after_comparison(&mut *out, &report, &check.shadowed())?;
         let backtest = match &report.backtest {
             Some(_) => {
@@ -190,6 +203,9 @@ impl Suggest {
         let verdict = format!("# verdict: {}\n", documents::comment(&judgement.line()));
         if policy {
             writeln!(ctx.err, "verdict: {}", crate::output::text::shown(&judgement.line()))?;
+            if let Some(l) = &left_out {
+                writeln!(ctx.out, "# {}", documents::comment(&l.policy))?;
+            }
             ctx.out.write_all(verdict.as_bytes())?;
             ctx.out.write_all(proposal.text.as_bytes())?;
         } else {
@@ -248,7 +264,10 @@ impl Suggest {
                 if self.run.keep_categorizer {
                     self.on_todays_categories(learned, &mut with.verdicts, &mut with.rules);
                 }
-                Sensitive::of(verdicts.iter().map(|(s, v)| (*s, v)), &with.verdicts)
+                let mut sensitive = Sensitive::of(verdicts.iter().map(|(s, v)| (*s, v)), &with.verdicts);
+                // The default like any signature: its pool with the incident runs counted.
+                sensitive.mark(&default.stats.text, &default.verdict, &with.default.verdict);
+                sensitive
             }
             None => Sensitive::default(),
         };

@@ -1,20 +1,21 @@
 //! After pass 1: the incident windows (docs/reference/suggest.md "Incidents"), found from
 //! every job's failed runs' times (pass 1's counts, every queue's; a merge's shards' added
-//! up) and merged with the windows given; when there are some, the jobs read again (pass 1's
-//! copy, or a merge's history) for what the windows hold: their listing, and the learning
-//! without their runs (`suggest::incidents`), the learning with them kept to tell which
-//! signatures they change.
+//! up); when some are unusual, every job read again (pass 1's copy, or a merge's history) for
+//! the mix that tells an incident from a burst or a surge (`replay::incidents::kinds`); the
+//! windows merged with those given; when there are some, the jobs read again for what the
+//! windows hold: their listing, and the learning without the incidents' runs
+//! (`suggest::incidents`), the learning with them kept to tell which signatures they change.
 //!
 //! Owns: that step's reading. Must not: learn, propose or render.
 
 use crate::commands::replay::source::FileSource;
 use crate::commands::replay::spool::cannot_read_back;
 use crate::engine::simulator::Simulator;
-use crate::replay::incidents::{Detected, Rule, Windows};
-use crate::replay::parallel::{for_each_in_units, Emitted};
+use crate::replay::incidents::{kinds, Detected, Kind, Rule, Window, Windows};
+use crate::replay::parallel::{for_each_in_units, for_each_ordered, Emitted, Processed};
 use crate::replay::source::copy::{Again as Read, Copy};
 use crate::replay::source::Either;
-use crate::suggest::incidents::{Again, Found};
+use crate::suggest::incidents::{mix_job, Again, Found, MixScratch};
 use crate::suggest::learn::collisions;
 use crate::suggest::stats::SignatureStats;
 
@@ -47,15 +48,21 @@ impl Suggest {
     pub(super) fn incidents(&self, pass: &mut Pass1, baseline: &Simulator) -> anyhow::Result<Incidents> {
         let setting = &self.sides.spec.incidents;
         let detected = match setting.detect {
-            true => pass.learning.detector.detect(Rule::default(), &setting.given),
+            true => self.detect(pass)?,
             false => Detected::given(&setting.given_windows()),
         };
-        if detected.windows.is_empty() {
+        // Every window, of every kind, in time order (none overlaps another), and whether its
+        // runs are left out.
+        let mut all: Vec<(Window, Kind)> = detected.windows.iter().map(|w| (*w, Kind::Incident)).collect();
+        all.extend(detected.busy.iter().cloned());
+        all.sort_by_key(|(w, _)| w.from);
+        if all.is_empty() {
             return Ok(Incidents {
                 detected,
                 ..Incidents::default()
             });
         }
+        let leave: Vec<bool> = all.iter().map(|(_, k)| k.is_incident()).collect();
         let learned = &pass.learning.learned;
         let with: Vec<SignatureStats> = learned
             .signatures
@@ -63,20 +70,22 @@ impl Suggest {
             .chain(learned.other.as_ref())
             .cloned()
             .collect();
-        let windows = detected.windows();
+        let windows = Windows(all.iter().map(|(w, _)| *w).collect());
         let mut total = Again::default();
         let at = self.sides.spec.backtest_time();
         let queue = self.sides.spec.queue.as_deref();
+        let slots = &pass.learning.learned;
         let work = |acc: &mut Acc, job: crate::replay::Decoded<'_>| -> Result<(), String> {
             let h = &*job.history;
             // What pass 1 learned from: `--queue`'s jobs, submitted before `--backtest-at`.
             let ours = queue.is_none_or(|q| h.job.queue.as_deref() == Some(q));
             let test = at.zip(h.job.submitted_at).is_some_and(|(at, s)| s >= at);
             collisions(h, baseline, &mut acc.collided);
-            acc.again.add_job(h, &windows, ours && !test, &acc.collided);
+            acc.again
+                .add_job(h, &windows, &leave, (ours && !test, slots), &acc.collided);
             Ok(())
         };
-        for_each_in_units(self.every_job(pass, &windows)?, None, UNIT_BLOCKS, work, |e| {
+        for_each_in_units(self.every_job(pass, Some(&windows))?, None, UNIT_BLOCKS, work, |e| {
             if let Emitted::Unit(acc, _) = e {
                 total.merge(acc.again);
             }
@@ -91,12 +100,19 @@ impl Suggest {
             .chain(pass.learning.learned.other.as_ref())
             .map(|s| s.in_incidents)
             .sum();
-        let in_windows = listed.iter().map(|l| l.failed_runs).sum();
+        let (mut windows, mut busy) = (Vec::new(), Vec::new());
+        for ((w, kind), l) in all.into_iter().zip(listed) {
+            match kind {
+                Kind::Incident => windows.push((w, l)),
+                kind => busy.push((w, kind, l)),
+            }
+        }
+        let in_windows = windows.iter().map(|(_, l)| l.failed_runs).sum();
         let found = Found {
-            windows: detected.windows.iter().copied().zip(listed).collect(),
+            windows,
+            busy,
             lambda: detected.lambda,
             tests: detected.tests,
-            threshold: detected.threshold,
             left_out,
             failed_runs: pass.learning.learned.failed_runs,
             in_windows,
@@ -108,16 +124,44 @@ impl Suggest {
         })
     }
 
-    /// Every job pass 1 read with a failed run that may have ended in `windows`, every
-    /// queue's: from its copy (the other jobs' records skipped unread), or a merge's history
-    /// read again (every job: `Again` leaves the others out).
-    fn every_job(&self, pass: &Pass1, windows: &Windows) -> anyhow::Result<Read> {
+    /// The windows pass 1's counts find, of every kind: the unusual ones' kinds told by the
+    /// mix of every failing job (read again), merged with the windows given.
+    fn detect(&self, pass: &Pass1) -> anyhow::Result<Detected> {
+        let given = &self.sides.spec.incidents.given;
+        let (unusual, test) = pass.learning.detector.unusual(Rule::default());
+        if unusual.is_empty() {
+            return Ok(kinds::detected(&[], given, test));
+        }
+        let mut mix = kinds::Mix::new(&unusual);
+        let work =
+            |s: &mut MixScratch, job: crate::replay::Decoded<'_>| -> Result<_, String> { Ok(mix_job(s, job.history)) };
+        for_each_ordered(self.every_job(pass, None)?, None, work, |e| {
+            if let Emitted::Job(_, Processed::Done(Some(job))) = e {
+                job.feed(&mut mix);
+            }
+            Ok(true)
+        })?;
+        Ok(kinds::detected(
+            &kinds::classify(&unusual, test.tests, &mix),
+            given,
+            test,
+        ))
+    }
+
+    /// Every job pass 1 read, every queue's, or those with a failed run that may have ended
+    /// in `windows`: from its copy (the other jobs' records skipped unread), or a merge's
+    /// history read again (every job: `Again` leaves the others out).
+    fn every_job(&self, pass: &Pass1, windows: Option<&Windows>) -> anyhow::Result<Read> {
         if let Some(copy) = &pass.copy {
             let copy = copy
                 .reader()
                 .and_then(|f| Copy::open(f, &pass.places, pass.bulk))
-                .map_err(cannot_read_back)?;
-            return Ok(Either::Left(copy.only(None).touching(windows.clone())));
+                .map_err(cannot_read_back)?
+                .only(None);
+            return Ok(Either::Left(match windows {
+                Some(w) => copy.touching(w.clone()),
+                None => copy,
+            }));
         }
         let History::File(path) = &self.history else {
             unreachable!("one process copies its history, a merge reads files")

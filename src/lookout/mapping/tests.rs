@@ -19,6 +19,7 @@ fn job(runs: Vec<RunRow>) -> LookoutJob {
         job: JobRow {
             job_id: "j1".into(),
             queue: "ml".into(),
+            job_set: Some("sweep-17".into()),
             memory: 8 * 1024 * 1024 * 1024,
             cpu: 0,
             gpu: 0,
@@ -260,7 +261,7 @@ fn job_fields_and_runs_in_leased_order() {
     let h = failure_history_json(m.history.as_ref().unwrap());
     assert_eq!(
         h.to_string(),
-        r#"{"apiVersion":"armadaproject.io/v1","kind":"FailureHistory","job":{"id":"j1","queue":"ml","annotations":{"armadaproject.io/retry-policy":"extra"},"memory":"8589934592","submittedAt":"2026-01-01T00:00:00Z"},"runs":[{"node":"node-a","queuedFor":"1m10s","runFor":"1m","conditions":["Preempted"],"executorPath":"unclassified"},{"node":"node-b","queuedFor":"1m","runFor":"1m","executorPath":"failedPod"}]}"#
+        r#"{"apiVersion":"armadaproject.io/v1","kind":"FailureHistory","job":{"id":"j1","queue":"ml","jobSet":"sweep-17","annotations":{"armadaproject.io/retry-policy":"extra"},"memory":"8589934592","submittedAt":"2026-01-01T00:00:00Z"},"runs":[{"node":"node-a","queuedFor":"1m10s","runFor":"1m","conditions":["Preempted"],"executorPath":"unclassified"},{"node":"node-b","queuedFor":"1m","runFor":"1m","executorPath":"failedPod"}]}"#
     );
     assert_eq!(m.notes.in_flight_jobs, 1);
     assert_eq!(m.notes.in_flight_runs, 2);

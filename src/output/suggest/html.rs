@@ -18,8 +18,8 @@ use crate::suggest::verdict::{Decision, Judgement};
 use super::capture::{BacktestTail, Captured};
 use super::report::Report;
 use super::words::{
-    collisions_ran_words, default_row, estimated, incidents_lines, merged_words, no_rules, observed, pct, rate_words,
-    runs_cell, sensitive_words, short, today, TOP,
+    busy_lines, collisions_ran_words, default_row, estimated, incidents_lines, merged_words, no_rules, observed, pct,
+    rate_words, runs_cell, sensitive_words, short, today, TOP,
 };
 
 pub(super) fn html(
@@ -194,6 +194,13 @@ pub(super) fn html(
     }
     if let Some((head, lines)) = incidents_lines(r) {
         let _ = writeln!(b, "<h2>Incidents</h2>\n<p>{}.</p>\n<ul>", esc(&head));
+        for l in lines {
+            let _ = writeln!(b, "<li>{}</li>", esc(&l));
+        }
+        b.push_str("</ul>\n");
+    }
+    if let Some(lines) = busy_lines(r) {
+        b.push_str("<h2>Busy, learned from</h2>\n<ul>\n");
         for l in lines {
             let _ = writeln!(b, "<li>{}</li>", esc(&l));
         }

@@ -13,8 +13,8 @@ use crate::suggest::verdict::{Decision, Judgement};
 use super::capture::{BacktestTail, Captured};
 use super::report::Report;
 use super::words::{
-    collisions_ran_words, default_row, estimated, gpu_cell, incidents_lines, merged_words, no_rules, observed,
-    rate_words, runs_cell, sensitive_words, short, today, TOP,
+    busy_lines, collisions_ran_words, default_row, estimated, gpu_cell, incidents_lines, merged_words, no_rules,
+    observed, rate_words, runs_cell, sensitive_words, short, today, TOP,
 };
 
 pub(super) fn markdown(
@@ -111,6 +111,12 @@ pub(super) fn markdown(
     }
     if let Some((head, lines)) = incidents_lines(r) {
         let _ = writeln!(m, "\n**Incidents:** {}.\n", md(&head));
+        for l in lines {
+            let _ = writeln!(m, "- {}", md(&l));
+        }
+    }
+    if let Some(lines) = busy_lines(r) {
+        let _ = writeln!(m, "\n**Busy, learned from:**\n");
         for l in lines {
             let _ = writeln!(m, "- {}", md(&l));
         }

@@ -20,6 +20,7 @@ use crate::suggest::verdict::Judgement;
 use super::capture::BacktestTail;
 use super::fields::{json_fields, write_fields, yaml_of, Field};
 use super::report::{Head, IncidentsView, Report};
+use crate::replay::incidents::{Kind, Window};
 use crate::suggest::incidents::Listed;
 
 fn hours_json(h: &Hours) -> Value {
@@ -136,6 +137,36 @@ fn incidents_json(i: &IncidentsView<'_>) -> Value {
     Value::Array(windows)
 }
 
+/// The bursts and the surges (docs/reference/suggest.md "Incidents"), learned from: a burst's
+/// job set, a surge's busiest hour's jobs and the count expected there, and each one's jobs,
+/// failed runs and GPU-hours in the window.
+fn busy_json(busy: &[(Window, Kind, Listed)]) -> (Value, Value) {
+    let (mut bursts, mut surges) = (Vec::new(), Vec::new());
+    for (w, kind, l) in busy {
+        match kind {
+            Kind::Burst { queue, job_set, .. } => bursts.push(json!({
+                "from": w.from.to_string(),
+                "to": w.to.to_string(),
+                "queue": queue,
+                "jobSet": job_set,
+                "jobs": l.jobs,
+                "failedRuns": l.failed_runs,
+                "gpuHours": hours(l.gpu),
+            })),
+            Kind::Surge { jobs, expected } => surges.push(json!({
+                "from": w.from.to_string(),
+                "to": w.to.to_string(),
+                "jobs": jobs,
+                "expected": (expected * 100.0).round() / 100.0,
+                "failedRuns": l.failed_runs,
+                "gpuHours": hours(l.gpu),
+            })),
+            Kind::Incident => {}
+        }
+    }
+    (Value::Array(bursts), Value::Array(surges))
+}
+
 fn rule_json(p: &Proposed) -> Value {
     let mut rule = json!({
         "signature": p.text,
@@ -164,9 +195,9 @@ fn suspect_json(s: &Suspect) -> Value {
 /// The policy's default (docs/reference/suggest.md "The policy's defaults"): the pooled
 /// counts as a signature's record, how many signatures were pooled, today's default and the
 /// proposal's (`proposed`: the learned one, `null` with `noRule` saying why today's stays).
-fn default_json(d: &Defaults, rules: &[Proposed]) -> Value {
+fn default_json(d: &Defaults, rules: &[Proposed], incidents: Option<&IncidentsView<'_>>) -> Value {
     let decision = |d: DefaultDecision| json!({"action": d.action.as_str(), "limit": d.limit});
-    let mut m = match signature_json(&d.stats, &d.verdict, None) {
+    let mut m = match signature_json(&d.stats, &d.verdict, incidents) {
         Value::Object(m) => m,
         _ => unreachable!("a signature's record is an object"),
     };
@@ -194,9 +225,14 @@ fn head_fields<'a>(r: &'a Report<'a>) -> Vec<Field<'a>> {
             "signatures",
             Box::new(r.signatures.iter().map(move |(s, v)| signature_json(s, v, incidents))),
         ),
-        Field::One("default", default_json(r.default, r.rules)),
+        Field::One("default", default_json(r.default, r.rules, incidents)),
         Field::Each("suspectNodes", Box::new(r.suspects.iter().map(suspect_json))),
     ];
+    if !r.busy.is_empty() {
+        let (bursts, surges) = busy_json(r.busy);
+        fields.push(Field::One("bursts", bursts));
+        fields.push(Field::One("surges", surges));
+    }
     if let Some(i) = incidents {
         fields.push(Field::One("incidents", incidents_json(i)));
         fields.push(Field::One(

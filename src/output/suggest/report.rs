@@ -7,8 +7,9 @@
 use crate::engine::{EngineFrom, EngineKind};
 use crate::model::duration::GoDuration;
 use crate::output::mode::Baseline;
+use crate::replay::incidents::{Kind, Window};
 use crate::suggest::documents::Upstream;
-use crate::suggest::incidents::{Found, Sensitive};
+use crate::suggest::incidents::{Found, Listed, Sensitive};
 use crate::suggest::nodes::Suspect;
 use crate::suggest::propose::{Defaults, Knobs, Proposed, Verdict};
 use crate::suggest::queues::QueueCounts;
@@ -80,6 +81,8 @@ pub struct Report<'a> {
     pub queues: &'a [QueueCounts],
     /// The incident windows, when there are some (docs/reference/suggest.md "Incidents").
     pub incidents: Option<IncidentsView<'a>>,
+    /// The bursts and surges, learned from (docs/reference/suggest.md "Incidents").
+    pub busy: &'a [(Window, Kind, Listed)],
     /// Retries the baseline's categorizer says collide that the record shows ran.
     pub collisions_ran: u64,
 }

@@ -20,8 +20,8 @@ use crate::suggest::verdict::{Decision, Judgement};
 use super::capture::{BacktestTail, Captured};
 use super::report::Report;
 use super::words::{
-    as_written, backoff_words, collisions_ran_words, decision_words, default_row, estimated, gpu_cell, incidents_words,
-    merged_words, no_rules, rate_words, sensitive_words, short, today, window_words, TOP,
+    as_written, backoff_words, busy_words, collisions_ran_words, decision_words, default_row, estimated, gpu_cell,
+    incidents_words, merged_words, no_rules, rate_words, sensitive_words, short, today, window_words, TOP,
 };
 use crate::engine::EngineFrom;
 
@@ -155,6 +155,22 @@ pub(super) fn table(
             for line in crate::output::lines::wrap("  ", "    ", &words) {
                 writeln!(out, "{line}")?;
             }
+        }
+        writeln!(out)?;
+    }
+    if !r.busy.is_empty() {
+        writeln!(out, "Busy, learned from:")?;
+        for (w, k, l) in r.busy.iter().take(WINDOWS) {
+            for line in crate::output::lines::wrap("  ", "    ", &busy_words(w, k, l)) {
+                writeln!(out, "{line}")?;
+            }
+        }
+        if r.busy.len() > WINDOWS {
+            writeln!(
+                out,
+                "  … and {} more (-o json lists every one)",
+                plural((r.busy.len() - WINDOWS) as u64, "window", "windows")
+            )?;
         }
         writeln!(out)?;
     }

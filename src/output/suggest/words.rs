@@ -14,7 +14,7 @@ use crate::model::Action;
 use crate::output::text::shown;
 use crate::output::words::failed_to_pending_words;
 use crate::replay::compare::{hours, Comparison};
-use crate::replay::incidents::Window;
+use crate::replay::incidents::{Kind, Window};
 use crate::replay::sink::Estimates;
 use crate::suggest::documents::{Merged, Upstream};
 use crate::suggest::exits::Unsplit;
@@ -47,8 +47,13 @@ pub fn evidence(s: &SignatureStats) -> String {
         0 => String::new(),
         n => format!(" in {}", plural(n, "job", "jobs")),
     };
+    // The runs incidents left out, said beside the runs: the trials below are the others'.
+    let left_out = match s.in_incidents {
+        0 => String::new(),
+        n => format!(" ({n} in incidents, not learned from)"),
+    };
     let mut e = format!(
-        "{} failed runs{jobs}; {} retried, {} succeeded",
+        "{} failed runs{jobs}{left_out}; {} retried, {} succeeded",
         s.failed_runs, s.trials.trials, s.trials.successes
     );
     if let Some((r, l, h)) = s.rate() {
@@ -250,6 +255,85 @@ pub(super) fn runs_cell(s: &SignatureStats) -> String {
     }
 }
 
+/// What incidents left out of learning, on the route's way (docs/reference/suggest.md "What
+/// the route says"): `-o policy`'s first line, stderr's line in every format, and the warning
+/// past half. `None` when they left no run out.
+pub struct LeftOut {
+    /// `# incidents: 2 windows, 480 of 1871 failed runs (25.7%) left out of learning: …`
+    pub policy: String,
+    /// `incidents: 2 windows, 25.7% of failed runs left out of learning`
+    pub stderr: String,
+    /// Past half of the failed runs learned from.
+    pub warning: Option<String>,
+}
+
+/// [`LeftOut`] of `f`.
+pub fn left_out(f: &Found) -> Option<LeftOut> {
+    if f.left_out == 0 {
+        return None;
+    }
+    let share = f.left_out as f64 / f.failed_runs.max(1) as f64;
+    let windows = plural(f.windows.len() as u64, "window", "windows");
+    let spans: Vec<String> = f.windows.iter().map(|(w, _)| format!("{}/{}", w.from, w.to)).collect();
+    Some(LeftOut {
+        policy: format!(
+            "incidents: {windows}, {} of {} failed runs ({}) left out of learning: {}",
+            f.left_out,
+            f.failed_runs,
+            pct(share),
+            spans.join(", ")
+        ),
+        stderr: format!("incidents: {windows}, {} of failed runs left out of learning", pct(share)),
+        warning: (2 * f.left_out > f.failed_runs).then(|| {
+            format!(
+                "the incident windows hold most of the history ({} of the failed runs learned from): the proposal rests on the rest; --incidents off to learn from every run",
+                pct(share)
+            )
+        }),
+    })
+}
+
+/// An expected count: one decimal under 10, whole past it.
+pub(super) fn expected_words(x: f64) -> String {
+    match x < 10.0 {
+        true => format!("{x:.1}"),
+        false => format!("{x:.0}"),
+    }
+}
+
+/// A burst or a surge in a line (docs/reference/suggest.md "Incidents"): its span, what it
+/// is, and its jobs, failed runs and GPU-hours (learned from).
+pub(super) fn busy_words(w: &Window, kind: &Kind, l: &Listed) -> String {
+    let what = match kind {
+        Kind::Burst { queue, job_set, jobs } => format!(
+            "job set {}/{}'s burst ({} of it in its busiest hour)",
+            shown(queue),
+            shown(job_set),
+            plural(*jobs, "failing job", "failing jobs")
+        ),
+        Kind::Surge { jobs, expected } => format!(
+            "{} failed where {} were expected at that hour; the usual mix",
+            plural(*jobs, "job", "jobs"),
+            expected_words(*expected)
+        ),
+        Kind::Incident => "an incident".to_string(),
+    };
+    format!(
+        "{} – {}: {what}: {}, {}, {:.1} GPU-hours",
+        w.from,
+        w.to,
+        plural(l.jobs, "job", "jobs"),
+        plural(l.failed_runs, "failed run", "failed runs"),
+        hours(l.gpu)
+    )
+}
+
+/// The bursts and surges as the page and the report list them, a line each: `None` without
+/// any.
+pub(super) fn busy_lines(r: &Report<'_>) -> Option<Vec<String>> {
+    (!r.busy.is_empty()).then(|| r.busy.iter().map(|(w, k, l)| busy_words(w, k, l)).collect())
+}
+
 /// The incident windows as the page and the report list them: the headline, a line a window,
 /// and the backoff remark.
 pub(super) fn incidents_lines(r: &Report<'_>) -> Option<(String, Vec<String>)> {
@@ -282,7 +366,17 @@ pub(super) fn signature_words(r: &Report<'_>, s: &SignatureStats, v: &Verdict) -
 /// signature's runs were pooled into it.
 pub(super) fn default_row<'r>(r: &'r Report<'_>) -> Option<(&'r SignatureStats, String)> {
     let d = r.default;
-    (!d.pooled.is_empty()).then(|| (&d.stats, default_words(d, r.upstream)))
+    (!d.pooled.is_empty()).then(|| {
+        let cell = default_words(d, r.upstream);
+        let cell = match r.incidents.as_ref().and_then(|i| i.sensitive.get(&d.stats.text)) {
+            Some(with) => format!(
+                "{cell}; incident-sensitive: {} with the incident runs",
+                proposal_words(with, r.upstream)
+            ),
+            None => cell,
+        };
+        (&d.stats, cell)
+    })
 }
 
 /// What the proposal's default does: the learned one as a rule's cell, else today's and why.

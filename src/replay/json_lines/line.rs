@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde::de::{DeserializeSeed, Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
 
 use crate::model::failure_history::{Final, Job, JobEnd, JobExpect, Resources, Timestamp};
@@ -45,6 +45,7 @@ impl<'de> DeserializeSeed<'de> for LineSeed<'_> {
         let job = &mut s.history.job;
         job.id.clear();
         s.strings.set(&mut job.queue, None);
+        s.strings.set(&mut job.job_set, None);
         job.annotations.clear();
         job.termination_grace_period = None;
         job.memory = None;
@@ -144,10 +145,9 @@ struct JobIn<'a> {
     memory: Option<Str<'a>>,
     #[serde(default, borrow)]
     submitted_at: Option<Str<'a>>,
-    /// Accepted (a real job has one), any value, no effect on decisions.
-    #[serde(default)]
-    #[allow(dead_code)]
-    job_set: Option<Unique>,
+    /// No effect on decisions (a burst's job set); a value not a string gives up.
+    #[serde(default, borrow)]
+    job_set: Option<Str<'a>>,
     /// `job.gang.cardinality` (the upstream engine's legacy path for gangs).
     #[serde(default)]
     gang: Option<MapOnly<GangIn>>,
@@ -183,62 +183,6 @@ impl<'de> Deserialize<'de> for UniqueMap {
             }
         }
         d.deserialize_map(V)
-    }
-}
-
-/// Any value, read and dropped (`jobSet`), giving up on a key met twice in any of its
-/// objects, as the strict decoder refuses it.
-struct Unique;
-
-impl<'de> Deserialize<'de> for Unique {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Unique;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("any value")
-            }
-            fn visit_bool<E: de::Error>(self, _: bool) -> Result<Unique, E> {
-                Ok(Unique)
-            }
-            fn visit_i64<E: de::Error>(self, _: i64) -> Result<Unique, E> {
-                Ok(Unique)
-            }
-            fn visit_u64<E: de::Error>(self, _: u64) -> Result<Unique, E> {
-                Ok(Unique)
-            }
-            fn visit_f64<E: de::Error>(self, _: f64) -> Result<Unique, E> {
-                Ok(Unique)
-            }
-            fn visit_str<E: de::Error>(self, _: &str) -> Result<Unique, E> {
-                Ok(Unique)
-            }
-            fn visit_unit<E: de::Error>(self) -> Result<Unique, E> {
-                Ok(Unique)
-            }
-            fn visit_none<E: de::Error>(self) -> Result<Unique, E> {
-                Ok(Unique)
-            }
-            fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Unique, D::Error> {
-                Unique::deserialize(d)
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Unique, A::Error> {
-                while seq.next_element::<Unique>()?.is_some() {}
-                Ok(Unique)
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Unique, A::Error> {
-                let mut keys: Vec<Str<'de>> = Vec::new();
-                while let Some(k) = map.next_key::<Str<'de>>()? {
-                    if keys.iter().any(|seen| seen.0 == k.0) {
-                        return Err(give_up());
-                    }
-                    keys.push(k);
-                    map.next_value::<Unique>()?;
-                }
-                Ok(Unique)
-            }
-        }
-        d.deserialize_any(V)
     }
 }
 
@@ -303,6 +247,7 @@ impl JobIn<'_> {
             job.id.push_str(&id.0);
         }
         strings.set(&mut job.queue, self.queue);
+        strings.set(&mut job.job_set, self.job_set);
         job.annotations = self.annotations.map(|m| m.0).unwrap_or_default();
         job.termination_grace_period = parse_duration(self.termination_grace_period)?;
         if let Some(m) = self.memory {

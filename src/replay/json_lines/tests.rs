@@ -8,7 +8,7 @@ use crate::model::failure_history::PodEvent;
 #[test]
 fn the_fast_path_agrees_with_the_strict_decoder() {
     let lines = [
-        r#"{"job":{"id":"j","queue":"q","terminationGracePeriod":"30s","memory":"8Gi","submittedAt":"2026-01-01T00:00:00Z","annotations":{"a":"b"},"jobSet":{"x":1}},"runs":[{"node":"n1","queuedFor":"5m","runFor":"2h","conditions":["Preempted"],"terminationConfirmedAfter":"5s","expect":{"action":"Retry","rule":"infra/0","delay":"0s","retries":1,"podName":"armada-j-0","avoidNodes":["n1"],"decision":"retry"}},{"node":"n\u00e9","containers":[{"name":"main","exitCode":137,"reason":"OOMKilled","message":"a \"quoted\" message"},{"name":"side","init":true}],"category":"c","subcategory":"s","globalMaxRetries":3},{"outcome":"succeeded","startedAt":"3h"}],"expect":{"final":"Succeeded","retries":2,"decision":"retry"}}"#,
+        r#"{"job":{"id":"j","queue":"q","terminationGracePeriod":"30s","memory":"8Gi","submittedAt":"2026-01-01T00:00:00Z","annotations":{"a":"b"},"jobSet":"sweep-17"},"runs":[{"node":"n1","queuedFor":"5m","runFor":"2h","conditions":["Preempted"],"terminationConfirmedAfter":"5s","expect":{"action":"Retry","rule":"infra/0","delay":"0s","retries":1,"podName":"armada-j-0","avoidNodes":["n1"],"decision":"retry"}},{"node":"n\u00e9","containers":[{"name":"main","exitCode":137,"reason":"OOMKilled","message":"a \"quoted\" message"},{"name":"side","init":true}],"category":"c","subcategory":"s","globalMaxRetries":3},{"outcome":"succeeded","startedAt":"3h"}],"expect":{"final":"Succeeded","retries":2,"decision":"retry"}}"#,
         r#"{"apiVersion":"armadaproject.io/v1","kind":"FailureHistory","runs":[{"node":null,"conditions":null}]}"#,
         r#"{"runs":[{"startedAt":"2026-01-01T00:00:00Z"}],"job":{"submittedAt":"2026-01-01T00:00:00Z"}}"#,
         // An unnamed container, as `retryctl history` writes Lookout's runs.
@@ -40,10 +40,12 @@ fn the_fast_path_agrees_with_the_strict_decoder() {
     // The fast path gives up; the strict decoder answers (accepting, or with the error).
     let strict = [
         (r#"{"runs":[{"node":5}]}"#, Ok(())),
+        // A job set is a string.
+        (r#"{"job":{"jobSet":{"x":1}},"runs":[{}]}"#, Err("job.jobSet: expected a string, found a mapping")),
         (r#"{"job":{"annotations":{"a":5}},"runs":[{}]}"#, Ok(())),
         (r#"{"runs":[{"nodee":"a"}]}"#, Err("runs[0].nodee: unknown field `nodee`, did you mean `node`?")),
-        // A key met twice, in any object (a run, the annotations, a value that is
-        // otherwise ignored, the line; spelled with an escape), as a `.json` history's.
+        // A key met twice, in any object (a run, the annotations, a value of the wrong type,
+        // the line; spelled with an escape), as a `.json` history's.
         (r#"{"runs":[{"node":"a","node":"b"}]}"#, Err("invalid JSON at column 22: duplicate key `node` (first at column 11)")),
         (r#"{"job":{"annotations":{"a":"1", "a":"2"}},"runs":[{}]}"#, Err("invalid JSON at column 33: duplicate key `a` (first at column 24)")),
         (r#"{"job":{"jobSet":{"x":[{"y":1,"y":2}]}},"runs":[{}]}"#, Err("invalid JSON at column 31: duplicate key `y` (first at column 25)")),

@@ -135,6 +135,7 @@ fn insert_job(tx: &mut postgres::Transaction, doc: &Value, next_run: &mut u64, h
     let known = [
         "id",
         "queue",
+        "jobSet",
         "memory",
         "submittedAt",
         "resources",
@@ -174,7 +175,7 @@ fn insert_job(tx: &mut postgres::Transaction, doc: &Value, next_run: &mut u64, h
     };
     tx.execute(
         "INSERT INTO job (job_id, queue, owner, jobset, namespace, cpu, memory, ephemeral_storage, gpu, priority, submitted, state, last_transition_time, last_transition_time_seconds, priority_class, annotations) \
-         VALUES ($1, $2, 'ml-team', 'train', 'default', $3, $4, 0, $5, 1, $6::text::timestamp, $7, $6::text::timestamp, $8, 'armada-default', $9::text::jsonb)",
+         VALUES ($1, $2, 'ml-team', $10, 'default', $3, $4, 0, $5, 1, $6::text::timestamp, $7, $6::text::timestamp, $8, 'armada-default', $9::text::jsonb)",
         &[
             &id,
             &text(job, "queue"),
@@ -185,6 +186,8 @@ fn insert_job(tx: &mut postgres::Transaction, doc: &Value, next_run: &mut u64, h
             &state,
             &(submitted.0 / 1_000_000_000),
             &annotations.to_string(),
+            // The document's job set; none is Lookout's empty one (the column is NOT NULL).
+            &job["jobSet"].as_str().unwrap_or_default(),
         ],
     )
     .unwrap();

@@ -1,0 +1,503 @@
+//! What an unusual window is (docs/reference/suggest.md "Incidents"): the count a window's
+//! hour of day leads one to expect ([`Expected`]), and, once the unusual windows are known, the
+//! mix of their failing jobs ([`Mix`]) that tells one job set's burst and a surge of the usual
+//! mix from an incident ([`classify`]), widened and merged whatever their kind ([`merged`]).
+//!
+//! The rule, as the docs write it:
+//! - once the window starts fall on at least 3 distinct UTC days, a window's expected count
+//!   `λ_w` is the mean `k` of the windows starting in the same UTC hour of day on the other UTC
+//!   days (none: the mean of all windows); before that, the mean of all windows;
+//! - a window is unusual when `k ≥ 5` and `P(X ≥ k) < 0.01 / B`, `X ~ Poisson(λ_w)`;
+//! - an unusual window is a job set's burst when `k − top` (its largest job set's failing
+//!   jobs taken out) is not unusual at the same `λ_w`; else a surge when neither its top
+//!   signature nor its top node is over its share (`P(Y ≥ k_s) ≥ 0.01 / B`,
+//!   `Y ~ Binomial(k, q_s)`, `q_s` the share of the span's failing jobs with a failed run of
+//!   it); else an incident. When the span's failed runs hold one signature and no node, the
+//!   mix cannot be told: no surge;
+//! - every unusual window is widened (10 minutes before, 5 after) and overlapping ones merged
+//!   whatever their kind: an incident when one of them is (or a window given by hand), else a
+//!   burst when one is, else a surge.
+//!
+//! Owns: those steps, and the Binomial tail. Pure: no I/O, no clock. The signatures' texts
+//! are the caller's (`suggest::signature`); a job set is `(job.queue, job.jobSet)`.
+
+use std::collections::HashMap;
+
+use super::{
+    is_unusual, ln_factorial, series, step_of, Detected, Test, Window, Windows, AFTER, ALPHA, BEFORE, STEP,
+    STEPS_PER_WINDOW,
+};
+use crate::model::failure_history::Timestamp;
+
+/// Window starts (10-minute steps) in an hour and in a day.
+const STEPS_PER_HOUR: i64 = 6;
+const STEPS_PER_DAY: i64 = 144;
+/// The distinct UTC days the window starts must fall on for the expected count by hour.
+pub const MIN_DAYS: i64 = 3;
+
+/// The expected `k` of a window, by its start.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Expected {
+    /// The mean `k` of all windows.
+    pub mean: f64,
+    by_hour: Option<ByHour>,
+}
+
+/// The sums the expected count by hour of day needs.
+#[derive(Debug, Clone, PartialEq)]
+struct ByHour {
+    /// The first and last window start.
+    first: i64,
+    last: i64,
+    /// Σk of the windows starting in each hour since the epoch (a key: the hour's index).
+    sums: HashMap<i64, u64>,
+    /// Σk and the windows, by UTC hour of day, over every day.
+    hour_sum: [u64; 24],
+    hour_windows: [u64; 24],
+}
+
+impl Expected {
+    /// `mean` for every window.
+    pub fn flat(mean: f64) -> Expected {
+        Expected { mean, by_hour: None }
+    }
+
+    /// Over the windows starting `first..=last` (steps), `k` given as runs of equal `k`
+    /// (`(first start, last start, k)`, the others 0): by hour of day once they start on
+    /// [`MIN_DAYS`] UTC days, else the mean.
+    pub fn of(segments: &[(i64, i64, u64)], first: i64, last: i64) -> Expected {
+        let windows = (last - first + 1).max(0) as u64;
+        let total: u64 = segments.iter().map(|(a, b, k)| (b - a + 1) as u64 * k).sum();
+        let mean = if windows == 0 {
+            0.0
+        } else {
+            total as f64 / windows as f64
+        };
+        let days = last.div_euclid(STEPS_PER_DAY) - first.div_euclid(STEPS_PER_DAY) + 1;
+        if windows == 0 || days < MIN_DAYS {
+            return Expected::flat(mean);
+        }
+        let mut sums: HashMap<i64, u64> = HashMap::new();
+        for &(a, b, k) in segments {
+            // Split at the hours' edges.
+            let mut s = a;
+            while s <= b {
+                let hour = s.div_euclid(STEPS_PER_HOUR);
+                let end = b.min(hour * STEPS_PER_HOUR + STEPS_PER_HOUR - 1);
+                *sums.entry(hour).or_default() += (end - s + 1) as u64 * k;
+                s = end + 1;
+            }
+        }
+        let mut hour_sum = [0u64; 24];
+        for (hour, sum) in &sums {
+            hour_sum[hour.rem_euclid(24) as usize] += sum;
+        }
+        let hour_windows = std::array::from_fn(|h| starts_at_hour(first, last, h as i64));
+        Expected {
+            mean,
+            by_hour: Some(ByHour {
+                first,
+                last,
+                sums,
+                hour_sum,
+                hour_windows,
+            }),
+        }
+    }
+
+    /// Whether the count is by hour of day.
+    pub fn by_hour(&self) -> bool {
+        self.by_hour.is_some()
+    }
+
+    /// `λ_w` of the window starting at `start` (steps).
+    pub fn at(&self, start: i64) -> f64 {
+        let Some(b) = &self.by_hour else {
+            return self.mean;
+        };
+        let hour = start.div_euclid(STEPS_PER_HOUR);
+        let h = hour.rem_euclid(24) as usize;
+        let own_windows = {
+            let (a, z) = (hour * STEPS_PER_HOUR, hour * STEPS_PER_HOUR + STEPS_PER_HOUR - 1);
+            (z.min(b.last) - a.max(b.first) + 1).max(0) as u64
+        };
+        let others = b.hour_windows[h] - own_windows;
+        if others == 0 {
+            return self.mean;
+        }
+        let own = b.sums.get(&hour).copied().unwrap_or(0);
+        (b.hour_sum[h] - own) as f64 / others as f64
+    }
+}
+
+/// The window starts `first..=last` that fall in UTC hour of day `h`.
+fn starts_at_hour(first: i64, last: i64, h: i64) -> u64 {
+    let base = first.div_euclid(STEPS_PER_DAY) * STEPS_PER_DAY;
+    // Those in `base..=x`.
+    let upto = |x: i64| -> i64 {
+        let n = x - base + 1;
+        if n <= 0 {
+            return 0;
+        }
+        (n / STEPS_PER_DAY) * STEPS_PER_HOUR + (n % STEPS_PER_DAY - h * STEPS_PER_HOUR).clamp(0, STEPS_PER_HOUR)
+    };
+    (upto(last) - upto(first - 1)) as u64
+}
+
+/// A window by the rule unusual: its start (10-minute steps since the epoch), `k`, and the
+/// `λ_w` it was tested against.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Unusual {
+    pub start: i64,
+    pub k: u64,
+    pub expected: f64,
+}
+
+impl Unusual {
+    /// The window, widened: 10 minutes before its start to 5 after its end.
+    pub fn widened(&self) -> Window {
+        Window {
+            from: Timestamp(self.start.saturating_mul(STEP).saturating_sub(BEFORE)),
+            to: Timestamp(
+                self.start
+                    .saturating_mul(STEP)
+                    .saturating_add(STEPS_PER_WINDOW * STEP)
+                    .saturating_add(AFTER),
+            ),
+            detected: true,
+            given: false,
+        }
+    }
+}
+
+/// What an unusual window is.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Kind {
+    /// Left out of learning.
+    Incident,
+    /// One job set's: `jobs` of its failing jobs in the busiest hour of it.
+    Burst { queue: String, job_set: String, jobs: u64 },
+    /// The usual mix, more of it: `jobs` failing in its busiest hour where `expected` were.
+    Surge { jobs: u64, expected: f64 },
+}
+
+impl Kind {
+    /// Which kind a merged window takes.
+    fn rank(&self) -> (u8, u64) {
+        match self {
+            Kind::Incident => (2, 0),
+            Kind::Burst { jobs, .. } => (1, *jobs),
+            Kind::Surge { jobs, .. } => (0, *jobs),
+        }
+    }
+
+    pub fn is_incident(&self) -> bool {
+        *self == Kind::Incident
+    }
+}
+
+/// The signatures the mix tells apart, the first met; the others' runs count in `k` and in
+/// no signature's share (as suggest keeps 10,000 signatures and counts the rest as `other`),
+/// so that the mix holds the windows and these, not a message a job.
+pub const MAX_SIGNATURES: usize = 10_000;
+
+/// The id of a name past the cap: no name of its own, never a top one.
+const PAST: u32 = u32::MAX;
+
+/// Names met, each with an id and the span's failing jobs it has; past `cap` names, the
+/// others are [`PAST`].
+#[derive(Debug, Default)]
+struct Interned {
+    ids: HashMap<String, u32>,
+    names: Vec<String>,
+    jobs: Vec<u64>,
+    cap: Option<usize>,
+    /// A name past the cap was met.
+    past: bool,
+}
+
+impl Interned {
+    fn id(&mut self, name: &str) -> u32 {
+        if let Some(&id) = self.ids.get(name) {
+            return id;
+        }
+        if self.cap.is_some_and(|cap| self.names.len() >= cap) {
+            self.past = true;
+            return PAST;
+        }
+        let id = self.names.len() as u32;
+        self.ids.insert(name.to_string(), id);
+        self.names.push(name.to_string());
+        self.jobs.push(0);
+        id
+    }
+
+    /// Of `counts`, the id with most jobs (ties: the first name in order).
+    fn top(&self, counts: &HashMap<u32, u64>) -> Option<(u32, u64)> {
+        counts.iter().map(|(id, n)| (*id, *n)).max_by(|a, b| {
+            a.1.cmp(&b.1)
+                .then(self.names[b.0 as usize].cmp(&self.names[a.0 as usize]))
+        })
+    }
+}
+
+/// One unusual window's failing jobs, by job set, signature and node.
+#[derive(Debug, Default)]
+struct StartMix {
+    jobs: u64,
+    sets: HashMap<u32, u64>,
+    signatures: HashMap<u32, u64>,
+    nodes: HashMap<u32, u64>,
+}
+
+/// The failing jobs' mix: of the span (its failing jobs, by signature and by node) and of
+/// each unusual window. Fed job by job in any order ([`Mix::job`], [`Mix::failed_run`],
+/// [`Mix::end_job`]); holds the unusual windows and the names met, not the jobs.
+#[derive(Debug, Default)]
+pub struct Mix {
+    starts: Vec<i64>,
+    at: Vec<StartMix>,
+    /// The span's failing jobs.
+    jobs: u64,
+    sets: Interned,
+    signatures: Interned,
+    nodes: Interned,
+    /// The job being fed: its set, and its failed runs' (step, signature, node).
+    set: Option<u32>,
+    runs: Vec<(i64, u32, Option<u32>)>,
+    scratch: Vec<(usize, u32)>,
+    key: String,
+}
+
+impl Mix {
+    /// For the windows `unusual` starts.
+    pub fn new(unusual: &[Unusual]) -> Mix {
+        let mut starts: Vec<i64> = unusual.iter().map(|u| u.start).collect();
+        starts.sort_unstable();
+        starts.dedup();
+        Mix {
+            at: starts.iter().map(|_| StartMix::default()).collect(),
+            starts,
+            signatures: Interned {
+                cap: Some(MAX_SIGNATURES),
+                ..Interned::default()
+            },
+            ..Mix::default()
+        }
+    }
+
+    /// A job begins: its queue and job set (`None`: it belongs to no set).
+    pub fn job(&mut self, queue: Option<&str>, job_set: Option<&str>) {
+        self.runs.clear();
+        self.set = job_set.map(|s| {
+            self.key.clear();
+            self.key.push_str(queue.unwrap_or_default());
+            self.key.push('\n');
+            self.key.push_str(s);
+            let key = std::mem::take(&mut self.key);
+            let id = self.sets.id(&key);
+            self.key = key;
+            id
+        });
+    }
+
+    /// One of its failed runs with a time (nanoseconds since the epoch): its signature, and
+    /// its node if it had one.
+    pub fn failed_run(&mut self, time: i64, signature: &str, node: Option<&str>) {
+        let s = self.signatures.id(signature);
+        let n = node.map(|n| self.nodes.id(n));
+        self.runs.push((step_of(time), s, n));
+    }
+
+    /// The job's end: counted once in each window and for each signature and node.
+    pub fn end_job(&mut self) {
+        if self.runs.is_empty() {
+            return;
+        }
+        self.jobs += 1;
+        let mut ids: Vec<u32> = self.runs.iter().map(|r| r.1).filter(|&id| id != PAST).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        for id in ids {
+            self.signatures.jobs[id as usize] += 1;
+        }
+        let mut ids: Vec<u32> = self.runs.iter().filter_map(|r| r.2).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        for id in ids {
+            self.nodes.jobs[id as usize] += 1;
+        }
+        // The unusual windows each run is in: those starting 5 steps before it up to its own.
+        let mut by_sig = std::mem::take(&mut self.scratch);
+        by_sig.clear();
+        let mut by_node: Vec<(usize, u32)> = Vec::new();
+        for &(step, sig, node) in &self.runs {
+            let lo = self.starts.partition_point(|&s| s < step - (STEPS_PER_WINDOW - 1));
+            let hi = self.starts.partition_point(|&s| s <= step);
+            for w in lo..hi {
+                by_sig.push((w, sig));
+                if let Some(n) = node {
+                    by_node.push((w, n));
+                }
+            }
+        }
+        by_sig.sort_unstable();
+        by_sig.dedup();
+        by_node.sort_unstable();
+        by_node.dedup();
+        let mut last = None;
+        for &(w, sig) in &by_sig {
+            let at = &mut self.at[w];
+            if last != Some(w) {
+                last = Some(w);
+                at.jobs += 1;
+                if let Some(set) = self.set {
+                    *at.sets.entry(set).or_default() += 1;
+                }
+            }
+            if sig != PAST {
+                *at.signatures.entry(sig).or_default() += 1;
+            }
+        }
+        for (w, node) in by_node {
+            *self.at[w].nodes.entry(node).or_default() += 1;
+        }
+        self.scratch = by_sig;
+    }
+
+    /// Whether the mix can be told: the span's failed runs hold more than one signature, or
+    /// a node.
+    pub fn can_tell(&self) -> bool {
+        self.signatures.names.len() + usize::from(self.signatures.past) > 1 || !self.nodes.names.is_empty()
+    }
+
+    /// The window starting at `start`'s mix.
+    fn of(&self, start: i64) -> Option<&StartMix> {
+        self.starts.binary_search(&start).ok().map(|i| &self.at[i])
+    }
+}
+
+/// Whether the most common of `counts` (its jobs among `k`) is over its share of the span's
+/// `jobs` failing jobs, among `tests` windows.
+fn over_share(names: &Interned, counts: &HashMap<u32, u64>, k: u64, jobs: u64, tests: u64) -> bool {
+    let Some((id, top)) = names.top(counts) else {
+        return false;
+    };
+    let q = names.jobs[id as usize] as f64 / jobs.max(1) as f64;
+    binomial_tail(top, k, q) < ALPHA / tests as f64
+}
+
+/// Each unusual window's kind, by `mix` (fed every failing job of the span), among `tests`
+/// windows tested.
+pub fn classify(unusual: &[Unusual], tests: u64, mix: &Mix) -> Vec<(Unusual, Kind)> {
+    unusual
+        .iter()
+        .map(|u| {
+            let Some(m) = mix.of(u.start) else {
+                return (*u, Kind::Incident);
+            };
+            if let Some((set, top)) = mix.sets.top(&m.sets) {
+                if !is_unusual(u.k.saturating_sub(top), u.expected, tests) {
+                    let name = &mix.sets.names[set as usize];
+                    let (queue, job_set) = name.split_once('\n').unwrap_or(("", name));
+                    return (
+                        *u,
+                        Kind::Burst {
+                            queue: queue.to_string(),
+                            job_set: job_set.to_string(),
+                            jobs: top,
+                        },
+                    );
+                }
+            }
+            let usual = mix.can_tell()
+                && !over_share(&mix.signatures, &m.signatures, u.k, mix.jobs, tests)
+                && !over_share(&mix.nodes, &m.nodes, u.k, mix.jobs, tests);
+            let kind = match usual {
+                true => Kind::Surge {
+                    jobs: u.k,
+                    expected: u.expected,
+                },
+                false => Kind::Incident,
+            };
+            (*u, kind)
+        })
+        .collect()
+}
+
+/// The unusual windows widened and, with the windows `given` by hand (incidents, taken as
+/// given), merged where they overlap: sorted, none overlapping another, each of the kind the
+/// rule gives a merged window.
+pub fn merged(kinds: &[(Unusual, Kind)], given: &[Window]) -> Vec<(Window, Kind)> {
+    let mut all: Vec<(Window, Kind)> = kinds.iter().map(|(u, k)| (u.widened(), k.clone())).collect();
+    all.extend(given.iter().map(|w| (*w, Kind::Incident)));
+    all.retain(|(w, _)| w.from < w.to);
+    all.sort_by_key(|(w, _)| (w.from, w.to));
+    let mut out: Vec<(Window, Kind)> = Vec::with_capacity(all.len());
+    for (w, kind) in all {
+        match out.last_mut() {
+            Some((last, k)) if w.from < last.to => {
+                last.to = last.to.max(w.to);
+                last.detected |= w.detected;
+                last.given |= w.given;
+                if kind.rank() > k.rank() {
+                    *k = kind;
+                }
+            }
+            _ => out.push((w, kind)),
+        }
+    }
+    out
+}
+
+/// What detection found, the kinds told: the windows [`merged`] (with `given`), the
+/// incidents in [`Detected::windows`] and the detected parts of them in [`Detected::found`]
+/// (on the 5-minute grid: a window given by hand is known before any run is counted), the
+/// bursts and surges in [`Detected::busy`].
+pub fn detected(kinds: &[(Unusual, Kind)], given: &[Window], test: Test) -> Detected {
+    let all = merged(kinds, given);
+    let incidents: Vec<Window> = all.iter().filter(|(_, k)| k.is_incident()).map(|(w, _)| *w).collect();
+    let incidents = Windows(incidents);
+    let found: Vec<Window> = kinds
+        .iter()
+        .map(|(u, _)| u.widened())
+        .filter(|w| incidents.overlaps(w.from.0, w.to.0))
+        .collect();
+    Detected {
+        found: Windows::merged(found),
+        windows: incidents.0,
+        lambda: test.mean,
+        tests: test.tests,
+        busy: all.into_iter().filter(|(_, k)| !k.is_incident()).collect(),
+    }
+}
+
+/// `P(Y ≥ k)` for `Y ~ Binomial(n, q)`: summed from the far side of the mean, as
+/// [`super::poisson_tail`].
+pub fn binomial_tail(k: u64, n: u64, q: f64) -> f64 {
+    if k == 0 {
+        return 1.0;
+    }
+    if k > n || q.is_nan() || q <= 0.0 {
+        return 0.0;
+    }
+    if q >= 1.0 {
+        return 1.0;
+    }
+    let ln_pmf = |i: u64| {
+        ln_factorial(n) - ln_factorial(i) - ln_factorial(n - i) + i as f64 * q.ln() + (n - i) as f64 * (-q).ln_1p()
+    };
+    let odds = q / (1.0 - q);
+    if (k as f64) > n as f64 * q {
+        // The upper terms, each (n−i)/(i+1) · q/(1−q) of the one before.
+        let step = |i: u64| (i < n).then(|| ((n - i) as f64 / (i + 1) as f64 * odds, i + 1));
+        series(ln_pmf(k), k, step).exp().min(1.0)
+    } else {
+        // The lower terms, downward from k − 1, taken from 1.
+        let step = |i: u64| (i > 0).then(|| (i as f64 / (n - i + 1) as f64 / odds, i - 1));
+        (1.0 - series(ln_pmf(k - 1), k - 1, step).exp()).clamp(0.0, 1.0)
+    }
+}
+
+#[cfg(test)]
+mod tests;
