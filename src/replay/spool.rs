@@ -89,7 +89,7 @@ pub fn anonymous_file(what: &str) -> io::Result<File> {
         io::Error::new(
             e.kind(),
             format!(
-                "cannot create a temporary file for {what} in `{}` (set TMPDIR to a writable directory): {e}",
+                "cannot create a temporary file for {what} in `{}` (set `TMPDIR` to a writable directory): {e}",
                 std::env::temp_dir().display()
             ),
         )

@@ -24,7 +24,7 @@ use tokio_rustls::TlsAcceptor;
 
 use super::conn::{Guarded, GuardedListener};
 use super::dispatch::App;
-use super::framing::Framed;
+use super::framing::{Framed, RequestFraming};
 use super::http2::http2;
 use crate::tls::PLAIN_HTTP_ON_TLS;
 
@@ -168,6 +168,10 @@ async fn refuse_plain_http(io: &mut Guarded) {
 /// Why a request with both `Content-Length` and `Transfer-Encoding` is refused (`framing`).
 const BOTH_LENGTHS: &str =
     "request has both `Content-Length` and `Transfer-Encoding` headers; HTTP/1.1 allows one (RFC 9112 section 6.1)";
+/// A request after bytes whose framing the server could not follow (a chunk size past 64 bits,
+/// a chunk-size line past 64 KiB): where it starts is not known, so it is not served.
+const UNFOLLOWED: &str =
+    "request follows bytes whose framing could not be read on this connection; send it again on a new connection";
 
 /// HTTP/1.1 on one connection until the client closes, a timeout closes it, or shutdown
 /// (which lets the request in flight finish). A request framed by both `Content-Length` and
@@ -179,12 +183,16 @@ where
     use futures_util::future::Either;
     let (io, framing) = Framed::new(io);
     let service = hyper::service::service_fn(move |req: hyper::Request<Incoming>| {
-        if framing.next_has_both() {
-            Either::Left(std::future::ready(Ok::<_, std::convert::Infallible>(
-                app.misframed(&req, BOTH_LENGTHS.to_string()),
-            )))
-        } else {
-            Either::Right(app.call(req, addr))
+        let refused = match framing.next() {
+            RequestFraming::Served => None,
+            RequestFraming::Both => Some(BOTH_LENGTHS),
+            RequestFraming::Unfollowed => Some(UNFOLLOWED),
+        };
+        match refused {
+            Some(why) => Either::Left(std::future::ready(Ok::<_, std::convert::Infallible>(
+                app.misframed(&req, why.to_string()),
+            ))),
+            None => Either::Right(app.call(req, addr)),
         }
     });
     let mut builder = hyper::server::conn::http1::Builder::new();

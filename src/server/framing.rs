@@ -8,12 +8,14 @@
 //! [`Framed`] reads the connection for hyper and follows its requests as hyper will: each
 //! header parsed with hyper's own parser (`httparse`), its body skipped by `Content-Length` or
 //! by its chunks, so that it knows where the next request starts. [`Framing`] says, for the
-//! n-th request the service is handed, whether its header held both.
+//! n-th request the service is handed, whether its header held both, or whether it came after
+//! bytes that were not followed (refused too: fail closed).
 //!
 //! Owns: that reading and the count of requests. Must not: answer or change a request, or
-//! change a byte hyper reads. Once the bytes are not a request hyper would take (a header it
-//! refuses, a chunk it cannot read, a header past its buffer), it stops looking: hyper
-//! answers such a connection with an error and closes it, so no request follows.
+//! change a byte hyper reads. Once the bytes are not a request it can follow (a header hyper
+//! refuses, a chunk it cannot read, a header past hyper's buffer), it stops looking, and every
+//! later request of the connection is refused: hyper answers most such connections with an
+//! error and closes them, and one it would go on reading is not trusted.
 
 use std::io;
 use std::pin::Pin;
@@ -29,16 +31,37 @@ pub struct Framing {
     /// The number (from 0) of the first request whose header held both headers, or
     /// `u64::MAX`. hyper serves no request after it on the connection.
     both: AtomicU64,
+    /// The requests whose header ended before the bytes stopped being followed, or `u64::MAX`.
+    /// A request after them is one whose framing is not known: refused, as the connection is
+    /// (fail closed: hyper may read bytes this reading could not, a chunk size written in a
+    /// way it does not take, and serve a request smuggled after them).
+    followed: AtomicU64,
     /// The requests the service was handed so far.
     handed: AtomicU64,
 }
 
+/// What the next request the service is handed is, by its framing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RequestFraming {
+    /// Followed, one way to tell where it ends: served.
+    Served,
+    /// Its header held both `Content-Length` and `Transfer-Encoding`.
+    Both,
+    /// After bytes that were not followed: where it starts is not known.
+    Unfollowed,
+}
+
 impl Framing {
-    /// Whether the next request the service is handed held both `Content-Length` and
-    /// `Transfer-Encoding`; called once per request, in order.
-    pub fn next_has_both(&self) -> bool {
+    /// What the next request the service is handed is; called once per request, in order.
+    pub fn next(&self) -> RequestFraming {
         let n = self.handed.fetch_add(1, Ordering::Relaxed);
-        self.both.load(Ordering::Relaxed) == n
+        if self.both.load(Ordering::Relaxed) == n {
+            RequestFraming::Both
+        } else if n >= self.followed.load(Ordering::Relaxed) {
+            RequestFraming::Unfollowed
+        } else {
+            RequestFraming::Served
+        }
     }
 }
 
@@ -83,6 +106,7 @@ impl<I> Framed<I> {
     pub fn new(io: I) -> (Framed<I>, Arc<Framing>) {
         let framing = Arc::new(Framing {
             both: AtomicU64::new(u64::MAX),
+            followed: AtomicU64::new(u64::MAX),
             handed: AtomicU64::new(0),
         });
         let framed = Framed {
@@ -96,7 +120,14 @@ impl<I> Framed<I> {
     }
 
     /// Follows `bytes`, the next bytes read from the client.
-    fn follow(&mut self, mut bytes: &[u8]) {
+    fn follow(&mut self, bytes: &[u8]) {
+        self.follow_bytes(bytes);
+        if matches!(self.state, State::Stopped) {
+            self.framing.followed.fetch_min(self.requests, Ordering::Relaxed);
+        }
+    }
+
+    fn follow_bytes(&mut self, mut bytes: &[u8]) {
         while !bytes.is_empty() {
             bytes = match self.state {
                 State::Stopped => return,
@@ -290,13 +321,17 @@ fn parse(bytes: &[u8]) -> Parsed {
     Parsed::Whole(len, body)
 }
 
-/// A chunk-size line's size (hex digits, then extensions or blanks up to its line end).
+/// A chunk-size line's size (hex digits, then extensions or blanks up to its line end), read
+/// as hyper reads it: any number of leading zeros, `None` past `u64`.
 fn chunk_size(line: &[u8]) -> Option<u64> {
     let digits = line.iter().take_while(|b| b.is_ascii_hexdigit()).count();
-    if digits == 0 || digits > 16 {
+    if digits == 0 {
         return None;
     }
-    u64::from_str_radix(std::str::from_utf8(&line[..digits]).ok()?, 16).ok()
+    line[..digits].iter().try_fold(0u64, |size, &b| {
+        let digit = (b as char).to_digit(16)?;
+        size.checked_mul(16)?.checked_add(u64::from(digit))
+    })
 }
 
 impl<I: AsyncRead + Unpin> AsyncRead for Framed<I> {
@@ -349,8 +384,34 @@ mod tests {
         for piece in bytes.chunks(step) {
             framed.follow(piece);
         }
-        let flags = (0..framed.requests).map(|_| framing.next_has_both()).collect();
+        let flags = (0..framed.requests)
+            .map(|_| framing.next() == RequestFraming::Both)
+            .collect();
         (framed.requests, flags)
+    }
+
+    #[test]
+    fn a_chunk_size_is_read_as_hyper_reads_it() {
+        assert_eq!(chunk_size(b"0000000000000000000005\r\n"), Some(5));
+        assert_eq!(chunk_size(b"ffffffffffffffff;ext=1\r\n"), Some(u64::MAX));
+        assert_eq!(chunk_size(b"10000000000000000\r\n"), None);
+        assert_eq!(chunk_size(b"\r\n"), None);
+    }
+
+    /// Bytes that cannot be followed (a chunk-size line past 64 KiB) stop the reading, and every
+    /// request the service is handed after the one they are in is refused: fail closed.
+    #[test]
+    fn requests_after_bytes_not_followed_are_refused() {
+        let (mut framed, framing) = Framed::new(());
+        let long = format!(
+            "POST /a HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5;{}\r\nhello\r\n0\r\n\r\n\
+             GET /b HTTP/1.1\r\n\r\n",
+            "x".repeat(70 * 1024)
+        );
+        framed.follow(long.as_bytes());
+        assert_eq!(framing.next(), RequestFraming::Served);
+        assert_eq!(framing.next(), RequestFraming::Unfollowed);
+        assert_eq!(framing.next(), RequestFraming::Unfollowed);
     }
 
     #[test]

@@ -73,7 +73,7 @@ impl Held {
             io::Error::new(
                 e.kind(),
                 format!(
-                    "cannot create a temporary file for the output in `{}` (set TMPDIR to a writable directory): {e}",
+                    "cannot create a temporary file for the output in `{}` (set `TMPDIR` to a writable directory): {e}",
                     std::env::temp_dir().display()
                 ),
             )

@@ -263,7 +263,7 @@ pub struct LeftOut {
     pub policy: String,
     /// `incidents: 2 windows, 25.7% of failed runs left out of learning`
     pub stderr: String,
-    /// Past half of the failed runs learned from.
+    /// Past half of the failed runs left out: the warning that the windows hold most of it.
     pub warning: Option<String>,
 }
 
@@ -286,7 +286,7 @@ pub fn left_out(f: &Found) -> Option<LeftOut> {
         stderr: format!("incidents: {windows}, {} of failed runs left out of learning", pct(share)),
         warning: (2 * f.left_out > f.failed_runs).then(|| {
             format!(
-                "the incident windows hold most of the history ({} of the failed runs learned from): the proposal rests on the rest; --incidents off to learn from every run",
+                "the incident windows hold most of the history ({} of the failed runs left out of learning): the proposal rests on the rest; `--incidents off` to learn from every run",
                 pct(share)
             )
         }),
@@ -526,5 +526,43 @@ fn unsplit_words(signature: &str, u: &Unsplit) -> String {
             shown(container),
             crate::suggest::exits::MAX_CODES
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::suggest::incidents::Found;
+
+    /// Past half of the failed runs, the warning gives the share left out (not the share
+    /// learned from), and the stderr line and `-o policy`'s header the same share.
+    #[test]
+    fn past_half_the_warning_gives_the_share_left_out() {
+        let found = Found {
+            windows: Vec::new(),
+            busy: Vec::new(),
+            lambda: 0.0,
+            tests: 0,
+            failed_runs: 10,
+            left_out: 7,
+            in_windows: 7,
+        };
+        let said = super::left_out(&found).unwrap();
+        assert_eq!(
+            said.stderr,
+            "incidents: 0 windows, 70.0% of failed runs left out of learning"
+        );
+        assert_eq!(
+            said.warning.as_deref(),
+            Some(
+                "the incident windows hold most of the history (70.0% of the failed runs left out of learning): \
+                 the proposal rests on the rest; `--incidents off` to learn from every run"
+            )
+        );
+        let half = Found {
+            left_out: 5,
+            in_windows: 5,
+            ..found
+        };
+        assert_eq!(super::left_out(&half).unwrap().warning, None);
     }
 }
