@@ -398,8 +398,9 @@ mod tests {
         assert_eq!(chunk_size(b"\r\n"), None);
     }
 
-    /// Bytes that cannot be followed (a chunk-size line past 64 KiB) stop the reading, and every
-    /// request the service is handed after the one they are in is refused: fail closed.
+    /// Bytes that cannot be followed (a chunk-size line past 64 KiB, come in more than one
+    /// read) stop the reading, and every request the service is handed after the one they are
+    /// in is refused: fail closed.
     #[test]
     fn requests_after_bytes_not_followed_are_refused() {
         let (mut framed, framing) = Framed::new(());
@@ -408,7 +409,9 @@ mod tests {
              GET /b HTTP/1.1\r\n\r\n",
             "x".repeat(70 * 1024)
         );
-        framed.follow(long.as_bytes());
+        for piece in long.as_bytes().chunks(1024) {
+            framed.follow(piece);
+        }
         assert_eq!(framing.next(), RequestFraming::Served);
         assert_eq!(framing.next(), RequestFraming::Unfollowed);
         assert_eq!(framing.next(), RequestFraming::Unfollowed);
