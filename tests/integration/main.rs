@@ -44,6 +44,7 @@ mod one_queue;
 mod output_file;
 mod passwords;
 mod readability;
+mod record_ends;
 mod route;
 mod serve;
 mod serve_framing;
