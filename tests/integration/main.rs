@@ -66,6 +66,7 @@ mod stored_text;
 mod streams;
 mod suggest;
 mod suggest_cluster;
+mod suggest_cuts;
 mod suggest_inputs;
 mod suggest_names;
 mod suggest_patterns;
