@@ -943,7 +943,15 @@ fn a_kept_rule_a_proposed_one_covers_is_dropped_and_the_proposal_validates_clean
         .current_dir(root())
         .args(["suggest", "--history"])
         .arg(dir.join("week50.jsonl"))
-        .args(["--queue", "ml", "--baseline", "testdata/route/current/", "-o", "policy", "--executor-config"])
+        .args([
+            "--queue",
+            "ml",
+            "--baseline",
+            "testdata/route/current/",
+            "-o",
+            "policy",
+            "--executor-config",
+        ])
         .arg(&exec)
         .output()
         .unwrap();

@@ -469,7 +469,8 @@ fn short_middle(s: &str, n: usize) -> String {
 pub(super) fn distinct_shorts<'a>(texts: impl IntoIterator<Item = &'a str>, n: usize) -> Vec<String> {
     let texts: Vec<&str> = texts.into_iter().collect();
     let mut cuts: Vec<String> = texts.iter().map(|t| short(t, n)).collect();
-    let alike = |cuts: &[String], i: usize| (0..texts.len()).any(|j| j != i && cuts[j] == cuts[i] && texts[j] != texts[i]);
+    let alike =
+        |cuts: &[String], i: usize| (0..texts.len()).any(|j| j != i && cuts[j] == cuts[i] && texts[j] != texts[i]);
     let mut tagged: Vec<usize> = (0..texts.len()).filter(|&i| alike(&cuts, i)).collect();
     for &i in &tagged {
         cuts[i] = short_middle(texts[i], n);
