@@ -43,24 +43,22 @@ fn two_signatures_never_read_alike_in_suggest_s_tables() {
         assert!(matches!(out.status.code(), Some(0 | 1)), "{}", format_output(&out));
         String::from_utf8(out.stdout).unwrap()
     };
-    let table = suggest("table");
-    let cells: Vec<&str> = table
-        .lines()
-        .filter(|l| l.starts_with("podError "))
-        .map(|l| l.split("  ").next().unwrap())
-        .collect();
-    assert_eq!(cells.len(), 2, "{table}");
-    assert_ne!(cells[0], cells[1], "{table}");
+    // The two signatures' cells of `format`'s table: each row's first cell, two different.
+    let cells = |format: &str, row: &str, sep: &str| {
+        let text = suggest(format);
+        let cells: Vec<String> = text
+            .lines()
+            .filter(|l| l.starts_with(row))
+            .map(|l| l.split(sep).next().unwrap().to_string())
+            .collect();
+        assert_eq!(cells.len(), 2, "{text}");
+        assert_ne!(cells[0], cells[1], "{text}");
+        cells
+    };
+    let table = cells("table", "podError ", "  ");
     assert!(
-        cells.iter().any(|c| c.ends_with("Unavailable\"")) && cells.iter().any(|c| c.ends_with("unknown\"")),
-        "{cells:?}"
+        table.iter().any(|c| c.ends_with("Unavailable\"")) && table.iter().any(|c| c.ends_with("unknown\"")),
+        "{table:?}"
     );
-    let markdown = suggest("markdown");
-    let cells: Vec<&str> = markdown
-        .lines()
-        .filter(|l| l.starts_with("| podError "))
-        .map(|l| l.split(" | ").next().unwrap())
-        .collect();
-    assert_eq!(cells.len(), 2, "{markdown}");
-    assert_ne!(cells[0], cells[1], "{markdown}");
+    cells("markdown", "| podError ", " | ");
 }
