@@ -34,6 +34,12 @@ pub struct SourceFile {
 }
 
 impl SourceFile {
+    /// The reasons of each `verdict: reject` heading one of its documents ([`rejected`]):
+    /// a proposal `suggest` rejected.
+    pub fn rejected(&self) -> impl Iterator<Item = &str> {
+        self.heads.iter().filter_map(|h| rejected(h))
+    }
+
     pub fn error_count(&self) -> usize {
         self.errors.len()
             + self
@@ -424,6 +430,23 @@ pub fn set_aside_categorizers(files: &mut [SourceFile]) -> Vec<String> {
     aside
 }
 
+/// The reasons of a rejected proposal: `head` is a comment line heading a document, as the
+/// first line of a file `suggest -o policy` wrote is, `verdict: reject (do not adopt): REASONS` (its gloss optional: an older or
+/// hand-edited head still counts); `None` for any other verdict or comment.
+pub fn rejected(head: &str) -> Option<&str> {
+    let rest = head.strip_prefix("verdict:")?.trim_start().strip_prefix("reject")?;
+    let rest = rest.trim_start();
+    let rest = match rest.strip_prefix('(') {
+        Some(glossed) => glossed.split_once(')')?.1,
+        None => rest,
+    };
+    match rest.strip_prefix(':') {
+        Some(reasons) => Some(reasons.trim()),
+        None if rest.trim().is_empty() => Some("no reason given"),
+        None => None,
+    }
+}
+
 /// The documents of `text` as if read from a file named `name` (`suggest` reads what it
 /// proposes through the reader `validate` uses).
 pub fn parse_text(name: &str, text: &str, expected: Option<&[Kind]>) -> SourceFile {
@@ -537,4 +560,21 @@ fn source_from_bytes(name: String, bytes: io::Result<Vec<u8>>, expected: Option<
         ));
     }
     file
+}
+
+#[cfg(test)]
+mod tests {
+    use super::rejected;
+
+    #[test]
+    fn a_rejected_proposal_is_known_by_its_head_alone() {
+        let head = "verdict: reject (do not adopt): loses 1 job (ml-05); the proposal costs more";
+        assert_eq!(rejected(head), Some("loses 1 job (ml-05); the proposal costs more"));
+        assert_eq!(rejected("verdict: reject: loses 1 job"), Some("loses 1 job"));
+        assert_eq!(rejected("verdict: reject"), Some("no reason given"));
+        assert_eq!(rejected("verdict: adopt (a change worth making): 3 rescued"), None);
+        assert_eq!(rejected("verdict: keep (keep today's policy): nothing"), None);
+        assert_eq!(rejected("verdict: rejected by hand"), None);
+        assert_eq!(rejected("Proposed by `retryctl suggest`"), None);
+    }
 }

@@ -31,13 +31,14 @@ use crate::commands::remote::batch;
 use crate::commands::remote::{self, Item, Mode, Remote};
 use crate::error::{CliError, ExitCode};
 use crate::input::{SkipReason, Skipped};
-use crate::model::{Kind, Resource};
+use crate::model::document::{document_message, document_path, locate};
+use crate::model::{ApiVersion, Kind, Resource};
 
 pub fn run(ctx: &mut Context, args: &ApplyArgs) -> anyhow::Result<ExitCode> {
     let loaded = batch::load(ctx, &args.source, &[Kind::RetryPolicy, Kind::Queue])?;
     let mut warned: Option<&str> = None;
     for (file, head) in &loaded.heads {
-        if let Some(reasons) = rejected(head) {
+        if let Some(reasons) = crate::input::rejected(head) {
             if warned == Some(file.as_str()) {
                 continue;
             }
@@ -97,23 +98,6 @@ pub fn run(ctx: &mut Context, args: &ApplyArgs) -> anyhow::Result<ExitCode> {
         )?;
     }
     Ok(code)
-}
-
-/// The reasons of a rejected proposal: `head` is a comment line heading a document, as the
-/// first line of a file `suggest -o policy` wrote is, `verdict: reject (do not adopt): REASONS` (its gloss optional: an older or
-/// hand-edited head still counts); `None` for any other verdict or comment.
-fn rejected(head: &str) -> Option<&str> {
-    let rest = head.strip_prefix("verdict:")?.trim_start().strip_prefix("reject")?;
-    let rest = rest.trim_start();
-    let rest = match rest.strip_prefix('(') {
-        Some(glossed) => glossed.split_once(')')?.1,
-        None => rest,
-    };
-    match rest.strip_prefix(':') {
-        Some(reasons) => Some(reasons.trim()),
-        None if rest.trim().is_empty() => Some("no reason given"),
-        None => None,
-    }
 }
 
 /// Refuses (exit 1) to prune when `-f`'s directories hold files that were not read: a policy
@@ -240,12 +224,18 @@ fn refuse_unknown_categories(items: &[Item], path: &std::path::Path) -> Result<(
         let Resource::RetryPolicy(p) = &item.resource else {
             continue;
         };
+        // Named as the file writes it (`62:17 rules[0].onCategory` in a v1beta1 document), as
+        // `validate --upstream --categorizer` names it.
+        let version = item.version.unwrap_or(ApiVersion::V1);
         for d in crate::model::lint::lint_with_categorizer(p, config, &file.name) {
             if d.code == "category-never-assigned" {
-                unknown.push(format!(
-                    "  {}: policy `{}`: {}: {}",
-                    item.file, p.name, d.path, d.message
-                ));
+                let path = document_path(&d.path, Kind::RetryPolicy, version);
+                let message = document_message(&d.message, Kind::RetryPolicy, version);
+                let at = d
+                    .pos
+                    .or_else(|| item.node.as_ref().and_then(|n| locate(n, &path)))
+                    .map_or(String::new(), |pos| format!("{}:{} ", pos.line, pos.column));
+                unknown.push(format!("  {}: policy `{}`: {at}{path}: {message}", item.file, p.name));
             }
         }
     }
@@ -258,21 +248,4 @@ fn refuse_unknown_categories(items: &[Item], path: &std::path::Path) -> Result<(
         unknown.join("\n")
     ))
     .with_hint("roll out the executor config first, wait for the executor to run it, then apply the policy"))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::rejected;
-
-    #[test]
-    fn a_rejected_proposal_is_known_by_its_head_alone() {
-        let head = "verdict: reject (do not adopt): loses 1 job (ml-05); the proposal costs more";
-        assert_eq!(rejected(head), Some("loses 1 job (ml-05); the proposal costs more"));
-        assert_eq!(rejected("verdict: reject: loses 1 job"), Some("loses 1 job"));
-        assert_eq!(rejected("verdict: reject"), Some("no reason given"));
-        assert_eq!(rejected("verdict: adopt (a change worth making): 3 rescued"), None);
-        assert_eq!(rejected("verdict: keep (keep today's policy): nothing"), None);
-        assert_eq!(rejected("verdict: rejected by hand"), None);
-        assert_eq!(rejected("Proposed by `retryctl suggest`"), None);
-    }
 }

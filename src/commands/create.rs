@@ -64,6 +64,7 @@ pub fn write_queue(ctx: &mut Context, queue: Queue, write: &WriteArgs, mode: Mod
             file: "the command line".into(),
             resource: resource.clone(),
             version: None,
+            node: None,
         };
         batch::check_references(std::slice::from_ref(&item), conn.as_ref())?;
         conn

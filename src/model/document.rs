@@ -416,7 +416,7 @@ fn decode_categorizer(doc: &mut Document, shape: categorizer::Shape, expected: O
 
 /// A validator message names fields in the wire layout; a v1beta1 document spells the
 /// category matchers `onCategory` / `onSubcategory`, so the message does too.
-pub(super) fn document_message(message: &str, kind: Kind, version: ApiVersion) -> String {
+pub fn document_message(message: &str, kind: Kind, version: ApiVersion) -> String {
     match (kind, version) {
         (Kind::RetryPolicy, ApiVersion::V1beta1) => message
             .replace("`onFailureSubcategory`", "`onSubcategory`")

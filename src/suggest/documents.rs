@@ -132,9 +132,21 @@ fn kept_comment(k: &Kept) -> String {
 }
 
 /// A rule of today's as an item of a `rules:` list at `pad`: its comment, then the rule on one
-/// line in flow style.
+/// line in flow style; one a rule before it shadows, its comment alone, saying why.
 fn kept_yaml(k: &Kept, rule: &serde_json::Value, pad: &str) -> String {
+    if k.shadowed {
+        return format!(
+            "{pad}# {}: dropped, a rule before it matches every failure it matches: {}\n",
+            comment(&kept_comment(k)),
+            comment(&flow(rule))
+        );
+    }
     format!("{pad}# {}\n{pad}- {}\n", comment(&kept_comment(k)), flow(rule))
+}
+
+/// Whether no rule is written: none proposed, and every kept one shadowed.
+fn no_rules_written(proposed: usize, kept: &[Kept]) -> bool {
+    proposed == 0 && kept.iter().all(|k| k.shadowed)
 }
 
 /// The design dialect: one RetryPolicy.
@@ -158,8 +170,11 @@ pub fn design_policy(settings: &Settings, rules: &[Documented<'_>], kept: &[Kept
     for (k, v) in &extra {
         y.push_str(&format!("  {k}: {}\n", flow(v)));
     }
-    if rules.is_empty() && kept.is_empty() {
+    if no_rules_written(rules.len(), kept) {
         y.push_str("  rules: []\n");
+        for k in kept {
+            y.push_str(&kept_yaml(k, &encode::rule_v1(&k.rule), "    "));
+        }
         return y;
     }
     y.push_str("  rules:\n");
@@ -221,7 +236,7 @@ pub fn design_policy(settings: &Settings, rules: &[Documented<'_>], kept: &[Kept
 }
 
 /// FNV-1a 64 of `s`.
-fn fnv1a64(s: &str) -> u64 {
+pub fn fnv1a64(s: &str) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for b in s.bytes() {
         h ^= u64::from(b);
@@ -233,19 +248,11 @@ fn fnv1a64(s: &str) -> u64 {
 /// The name of a new category for `rule` (docs/suggest.md "Categories"): `s-`, the first
 /// words of its template (else its kind and container: `oom-loader`, `exit-2-main`)
 /// lowercased with every run of other characters than `[a-z0-9]` made `-`, at most 40
-/// characters, then `-` and the low 32 bits of FNV-1a 64 of the signature in hex.
+/// characters, then `-` and the low 32 bits of FNV-1a 64 of the signature in hex. A category
+/// split off for the signature's exit code (`Place::Exit`) is named so too: from its
+/// failure's words (`s-lost-connection-to-parameter-server-…`), not from the code it matches.
 pub fn short_category_name(rule: &Proposed) -> String {
-    category_name(rule, false)
-}
-
-/// [`short_category_name`], or with `exit`, the name of the category of the signature's
-/// exit code (`Place::Exit`): named by its matcher, `s-exit-4-main-…`, the hash its
-/// signature's.
-fn category_name(rule: &Proposed, exit: bool) -> String {
     let words = match &rule.signature {
-        Signature::Container {
-            exit: Some(code), name, ..
-        } if exit => format!("exit {code} {name}"),
         Signature::Container { template, .. } | Signature::PodError { template, .. } if !template.is_empty() => {
             template.clone()
         }
@@ -469,6 +476,12 @@ mod tests {
         assert!(oom.starts_with("s-oom-loader-"), "{oom}");
         let exit = short_category_name(&rule("exit:2@main", container(Some(2), "main", "")));
         assert!(exit.starts_with("s-exit-2-main-"), "{exit}");
+        // With a message, the exit code is no part of the name.
+        let split = short_category_name(&rule(
+            "exit:4@main \"Lost connection to parameter server <n>\"",
+            container(Some(4), "main", "Lost connection to parameter server <n>"),
+        ));
+        assert!(split.starts_with("s-lost-connection-to-parameter-server-n-"), "{split}");
         assert_ne!(
             short_category_name(&rule("oom@a", container(None, "a", ""))),
             short_category_name(&rule("oom@A", container(None, "A", "")))
@@ -900,7 +913,7 @@ impl Placement {
         deployed: Option<&crate::model::categorizer::ErrorCategories>,
     ) -> String {
         let r = d.rule;
-        let name = category_name(r, exit);
+        let name = short_category_name(r);
         let of = match &d.place {
             Some(Place::Split { of } | Place::Exit { of, .. }) => of.clone(),
             _ => None,
@@ -1096,7 +1109,7 @@ fn policy_yaml(
         "defaultAction: {}\n",
         settings.default_action.unwrap_or(Action::Fail).as_str()
     ));
-    if policy_rules.is_empty() && kept.is_empty() {
+    if no_rules_written(policy_rules.len(), kept) {
         p.push_str("rules: []\n");
     } else {
         p.push_str("rules:\n");

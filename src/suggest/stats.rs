@@ -64,6 +64,8 @@ pub struct UnitLearned {
     /// The slot of each failed run of the job last added, in run order (for
     /// [`UnitLearned::add_today`]).
     slots: Vec<usize>,
+    /// The job's slots whose [`SignatureStats::collided_cost`] it has added to.
+    costed: Vec<usize>,
 }
 
 impl UnitLearned {
@@ -76,8 +78,16 @@ impl UnitLearned {
         let gpu_milli = history.job.resources.and_then(|r| r.gpu_milli);
         let cpu_milli = history.job.resources.and_then(|r| r.cpu_milli);
         let futile = history.runs.last().is_some_and(|r| r.outcome != Outcome::Succeeded);
+        // What one more run of the job may cost, at most: its longest recorded run.
+        let longest = history.runs.iter().map(|r| r.run_for).max().unwrap_or_default();
+        let one_more = CollidedCost {
+            gpu: request_time(longest, gpu_milli),
+            cpu: request_time(longest, cpu_milli),
+            run: u128::from(longest.0),
+        };
         self.seen.clear();
         self.slots.clear();
+        self.costed.clear();
         let mut depth = 0u32;
         for (k, run) in history.runs.iter().enumerate() {
             let failed = run.outcome == Outcome::Failed;
@@ -121,6 +131,10 @@ impl UnitLearned {
                 // counted apart, no trial.
                 let collided = next.is_some() && collided.get(k).copied().unwrap_or(false);
                 stats.collided += u64::from(collided);
+                if collided && !self.costed.contains(&at) {
+                    self.costed.push(at);
+                    stats.collided_cost.add(one_more);
+                }
                 if let Some(next) = next.filter(|_| !collided) {
                     let success = next.outcome == Outcome::Succeeded;
                     let bucket = (depth.clamp(1, DEPTHS as u32) - 1) as usize;
@@ -294,11 +308,50 @@ pub struct SignatureStats {
     /// Trials that are none: the next run was a collided retry (docs/reference/suggest.md
     /// "A collided retry is no trial").
     pub collided: u64,
+    /// What one retry of each job with a collided retry of it may cost: the job's longest
+    /// recorded run × its request, once per job (docs/reference/suggest.md "A collided retry
+    /// is no trial": the price of letting them run).
+    pub collided_cost: CollidedCost,
     /// Failed runs in incident windows, left out of its trials (docs/reference/suggest.md
     /// "Incidents"; 0 until the windows are found after pass 1).
     pub in_incidents: u64,
     /// Its futile trials by depth and day.
     pub futile_days: FutileDays,
+}
+
+/// The longest recorded run of jobs, × their GPU and CPU requests, and alone: what one more
+/// run of each may cost at most (its outcome not in the record).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct CollidedCost {
+    /// Nanoseconds × thousandths of a GPU.
+    pub gpu: u128,
+    /// Nanoseconds × thousandths of a CPU.
+    pub cpu: u128,
+    /// Nanoseconds of run time.
+    pub run: u128,
+}
+
+impl CollidedCost {
+    pub fn is_zero(&self) -> bool {
+        *self == CollidedCost::default()
+    }
+
+    /// Adds `o`, saturating.
+    pub fn add(&mut self, o: CollidedCost) {
+        self.gpu = self.gpu.saturating_add(o.gpu);
+        self.cpu = self.cpu.saturating_add(o.cpu);
+        self.run = self.run.saturating_add(o.run);
+    }
+
+    /// `n` times it, saturating.
+    pub fn times(self, n: u32) -> CollidedCost {
+        let n = u128::from(n);
+        CollidedCost {
+            gpu: self.gpu.saturating_mul(n),
+            cpu: self.cpu.saturating_mul(n),
+            run: self.run.saturating_mul(n),
+        }
+    }
 }
 
 /// One UTC day, as days since 1970-01-01.
@@ -454,6 +507,7 @@ impl SignatureStats {
         merge_tally(&mut self.other_node, o.other_node);
         self.cut |= o.cut;
         self.collided += o.collided;
+        self.collided_cost.add(o.collided_cost);
         self.in_incidents += o.in_incidents;
         self.futile_days.merge(&o.futile_days);
     }
@@ -907,6 +961,9 @@ struct SignatureOut<N = (String, u64)> {
     cut: bool,
     #[serde(default, skip_serializing_if = "is_zero")]
     collided: u64,
+    /// [`SignatureStats::collided_cost`] (its `gpu` and `cpu` 128-bit sums).
+    #[serde(default, skip_serializing_if = "CollidedCost::is_zero")]
+    collided_cost: CollidedCost,
     /// [`FutileDays`]: `[bucket, day, trials]`, and the untimed by bucket.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     futile_days: Vec<(u8, i64, u64)>,
@@ -938,6 +995,7 @@ impl<N> SignatureOut<N> {
             other_node: s.other_node,
             cut: s.cut,
             collided: s.collided,
+            collided_cost: s.collided_cost,
             futile_days: s.futile_days.out().0,
             futile_untimed: s.futile_days.out().1,
         }
@@ -973,6 +1031,7 @@ impl<N> SignatureOut<N> {
             other_node: self.other_node,
             cut: self.cut,
             collided: self.collided,
+            collided_cost: self.collided_cost,
             in_incidents: 0,
             futile_days: FutileDays::back(self.futile_days, self.futile_untimed)?,
         };

@@ -29,6 +29,9 @@ pub struct Kept {
     pub rule: Rule,
     /// Failed runs it decided in the baseline's replay (train jobs).
     pub decided_runs: u64,
+    /// A rule before it in the proposal matches every failure it matches: it could never
+    /// match, so it is not written, its comment saying so (`validate`'s `shadowed-rule`).
+    pub shadowed: bool,
 }
 
 /// The rules of `policies` (the baseline's effective list for the proposal's queue: design,
@@ -61,6 +64,7 @@ pub fn kept(policies: &[&RetryPolicy], engine: EngineKind, global: u32, decided:
                 from,
                 rule,
                 decided_runs,
+                shadowed: false,
             });
         }
     }

@@ -10,6 +10,7 @@ use crate::engine::job_report::plural;
 use crate::replay::compare::{hours, Comparison};
 use crate::replay::explained::{Explained, MaxContradictions};
 use crate::suggest::queues::QueueCounts;
+use crate::suggest::stats::CollidedCost;
 
 /// The next step a reject for a changed categorizer's lost jobs names.
 pub const KEEP_CATEGORIZER: &str =
@@ -129,13 +130,39 @@ fn changed_outcomes(c: &Comparison) -> u64 {
 /// - `keep` when no job changes outcome and no retry is added or removed;
 /// - `adopt` otherwise, saying when its gain is Pending jobs alone (an estimate).
 pub fn judge(learned: Judged<'_>, later: Option<Later<'_>>) -> Judgement {
-    judge_letting_run(learned, later, 0)
+    judge_letting_run(learned, later, LetRun::default())
 }
 
-/// [`judge`], where `unblocked` retries the record shows collided with the pods the executor
-/// kept are ones the proposal's categorizer lets run (their pods deleted): a change worth
-/// making that the record cannot show as an outcome.
-pub fn judge_letting_run(learned: Judged<'_>, later: Option<Later<'_>>, unblocked: u64) -> Judgement {
+/// Retries the record shows collided with the pods the executor kept that the proposal's
+/// categorizer lets run (their pods deleted), and the most they may cost: each retry the
+/// proposal grants such a job, at the longest run the job had in the record, times its
+/// request (their outcome is not in the record).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LetRun {
+    pub retries: u64,
+    pub most: CollidedCost,
+}
+
+impl LetRun {
+    /// `up to +150.0 GPU-hours`: in GPU-hours when the jobs ask for GPUs, else CPU-hours,
+    /// else run hours, as [`observed_hours`] counts.
+    pub fn most_words(&self) -> String {
+        let (h, unit) = if self.most.gpu > 0 {
+            (hours(self.most.gpu), "GPU-hours")
+        } else if self.most.cpu > 0 {
+            (hours(self.most.cpu), "CPU-hours")
+        } else {
+            (self.most.run as f64 / 1e9 / 3600.0, "run hours")
+        };
+        format!("up to {h:+.1} {unit}, outcome not in the record")
+    }
+}
+
+/// [`judge`], where `let_run`'s retries the record shows collided are ones the proposal's
+/// categorizer lets run: a change worth making that the record cannot show as an outcome, said
+/// with the most they may cost.
+pub fn judge_letting_run(learned: Judged<'_>, later: Option<Later<'_>>, let_run: LetRun) -> Judgement {
+    let unblocked = let_run.retries;
     let c = learned.comparison;
     let mut reject = Vec::new();
     if let Some((e, _)) = learned.explained.filter(|(e, max)| max.exceeded(e)) {
@@ -218,8 +245,9 @@ pub fn judge_letting_run(learned: Judged<'_>, later: Option<Later<'_>>, unblocke
     ));
     if unblocked > 0 {
         reasons.push(format!(
-            "lets {} that collided in the record run (the pods they collided with are deleted)",
-            plural(unblocked, "retry", "retries")
+            "lets {} that collided in the record run (the pods they collided with are deleted), {}",
+            plural(unblocked, "retry", "retries"),
+            let_run.most_words()
         ));
     }
     // A cluster-wide change is adopted knowingly.
@@ -250,11 +278,19 @@ mod tests {
     #[test]
     fn retries_let_run_are_a_change() {
         let c = Comparison::default();
-        let j = judge_letting_run(judged(&c), None, 100);
+        let let_run = LetRun {
+            retries: 100,
+            most: CollidedCost {
+                gpu: 150 * H,
+                cpu: 0,
+                run: 0,
+            },
+        };
+        let j = judge_letting_run(judged(&c), None, let_run);
         assert_eq!(j.decision, Decision::Adopt);
         assert_eq!(
             j.reasons[1],
-            "lets 100 retries that collided in the record run (the pods they collided with are deleted)"
+            "lets 100 retries that collided in the record run (the pods they collided with are deleted), up to +150.0 GPU-hours, outcome not in the record"
         );
         assert_eq!(judge(judged(&c), None).decision, Decision::Keep);
     }

@@ -416,7 +416,7 @@ fn collided_retries_teach_no_fail() {
     assert_eq!(v["suggest"]["verdict"]["decision"], "adopt");
     assert!(
         v["suggest"]["verdict"]["reasons"][1]
-            == "lets 100 retries that collided in the record run (the pods they collided with are deleted)",
+            == "lets 100 retries that collided in the record run (the pods they collided with are deleted), up to +50.0 GPU-hours, outcome not in the record",
         "{}",
         v["suggest"]["verdict"]
     );
@@ -548,7 +548,7 @@ fn collided_retries_no_category_takes_get_a_category_that_deletes_their_pods() {
     assert_eq!(v["suggest"]["proposal"]["actionChanges"], json!([]));
     assert_eq!(
         v["suggest"]["verdict"]["reasons"][1],
-        "lets 100 retries that collided in the record run (the pods they collided with are deleted)"
+        "lets 100 retries that collided in the record run (the pods they collided with are deleted), up to +50.0 GPU-hours, outcome not in the record"
     );
     let table = String::from_utf8(run(&base).stdout).unwrap();
     assert!(

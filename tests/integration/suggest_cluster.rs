@@ -50,11 +50,12 @@ fn an_exit_code_a_signature_has_alone_splits_it_into_a_category_of_its_own() {
     let text = String::from_utf8_lossy(&table.stdout);
     for line in [
         "exit:4@main \"boom: lost the lock\"  90    60      0.0% (0.0–6.0%)       0.0    Retry (today/0, 66.7% of runs retried)  Fail\n",
-        "  2 rules of its own (1 Retry, 1 Fail), then 1 rule kept from today.\n",
-        "  cluster-wide: pods of category `s-exit-4-main-889e00a5` (runs of `boom` before) are kept on failure, for every queue (were deleted)\n",
+        // Today's rule on `boom` comes after the proposed one, which covers it: not written.
+        " 2 rules of its own (1 Retry, 1 Fail).\n",
+        "  cluster-wide: pods of category `s-boom-lost-the-lock-889e00a5` (runs of `boom` before) are kept on failure, for every queue (were deleted)\n",
         "Plan: 0 rescued, 0 lost, 0 → Pending, 30 retried differently; 30 of 60 jobs change.\n",
-        "  candidate: category changes: none → s-exit-4-main-889e00a5 90, none → boom 30\n",
-        "Verdict: adopt (a change worth making): 0 rescued, 0 lost; retries +0 −60; run hours -1.0; pods of category `s-exit-4-main-889e00a5` (runs of `boom` before) are kept on failure, for every queue (were deleted)\n",
+        "  candidate: category changes: none → s-boom-lost-the-lock-889e00a5 90, none → boom 30\n",
+        "Verdict: adopt (a change worth making): 0 rescued, 0 lost; retries +0 −60; run hours -1.0; pods of category `s-boom-lost-the-lock-889e00a5` (runs of `boom` before) are kept on failure, for every queue (were deleted)\n",
     ] {
         assert!(text.contains(line), "{line}\n{text}");
     }
@@ -63,21 +64,21 @@ fn an_exit_code_a_signature_has_alone_splits_it_into_a_category_of_its_own() {
     assert_eq!(v["suggest"]["proposal"]["merged"], json!([]));
     assert_eq!(
         v["suggest"]["proposal"]["categories"],
-        json!([{"name": "s-exit-4-main-889e00a5", "action": "Retain", "signatures": ["exit:4@main \"boom: lost the lock\""]}])
+        json!([{"name": "s-boom-lost-the-lock-889e00a5", "action": "Retain", "signatures": ["exit:4@main \"boom: lost the lock\""]}])
     );
     let policy = suggest_exit_codes(dir, "week.jsonl", &["-o", "policy"]);
     assert_eq!(policy.status.code(), Some(0), "{}", format_output(&policy));
     let written = String::from_utf8(policy.stdout).unwrap();
     assert_eq!(
         written,
-        "# verdict: adopt (a change worth making): 0 rescued, 0 lost; retries +0 −60; run hours -1.0; pods of category `s-exit-4-main-889e00a5` (runs of `boom` before) are kept on failure, for every queue (were deleted)
+        "# verdict: adopt (a change worth making): 0 rescued, 0 lost; retries +0 −60; run hours -1.0; pods of category `s-boom-lost-the-lock-889e00a5` (runs of `boom` before) are kept on failure, for every queue (were deleted)
 # Proposed by `retryctl suggest` from 60 jobs (120 failed runs); --min-trials 10 --futile 0.05 --max-limit 5.
 # The executor's config (errorCategories), not a server resource: `retryctl apply` skips it.
 errorCategories:
   enabled: true
   categories:
     # exit:4@main \"boom: lost the lock\"
-    - name: s-exit-4-main-889e00a5
+    - name: s-boom-lost-the-lock-889e00a5
       rules:
         - onExitCodes: {operator: In, values: [4]}
           containerName: \"main\"
@@ -98,9 +99,8 @@ rules:
     onCategory: \"boom\"
   # exit:4@main \"boom: lost the lock\": 90 failed runs in 30 jobs; 60 retried, 0 succeeded: 0.0% (95%: 0.0–6.0%)
   - action: Fail
-    onCategory: \"s-exit-4-main-889e00a5\"
-  # kept from today: today/0 (decided 120 runs)
-  - {action: Retry, onCategory: boom}
+    onCategory: \"s-boom-lost-the-lock-889e00a5\"
+  # kept from today: today/0 (decided 120 runs): dropped, a rule before it matches every failure it matches: {action: Retry, onCategory: boom}
 ---
 apiVersion: armadaproject.io/v1beta1
 kind: Queue
@@ -131,7 +131,7 @@ retryPolicies:
         "{text}"
     );
     assert!(
-        text.contains("  candidate: category changes: none → s-exit-4-main-889e00a5 90, none → boom 30\n"),
+        text.contains("  candidate: category changes: none → s-boom-lost-the-lock-889e00a5 90, none → boom 30\n"),
         "{text}"
     );
     // Each signature's runs are decided by its own rule of the proposal.
@@ -151,7 +151,7 @@ retryPolicies:
         decided.into_iter().collect::<Vec<_>>(),
         [
             "lock-3 \"boom\" \"suggested/0\" \"Retry\"",
-            "lock-4 \"s-exit-4-main-889e00a5\" \"suggested/1\" \"Fail\"",
+            "lock-4 \"s-boom-lost-the-lock-889e00a5\" \"suggested/1\" \"Fail\"",
         ]
     );
 }
@@ -257,7 +257,7 @@ fn keep_categorizer_is_the_way_past_a_split_that_costs_another_queue_its_jobs() 
         "  1 rule of its own (0 Retry, 1 Fail), then 1 rule kept from today.\n",
         "  candidate: category changes: none → boom 120, none → futile 90\n",
         "Verdict: adopt (a change worth making): 0 rescued, 0 lost; retries +0 −60; run hours -1.0\n",
-        "Write the proposal:  retryctl suggest --history testdata/suggest/two-queues/week.jsonl --queue ml --baseline testdata/suggest/two-queues/current/ --min-trials 10 --keep-categorizer -o policy > suggested.yaml\n",
+        "Write the proposal:  retryctl suggest --history testdata/suggest/two-queues/week.jsonl --queue ml --baseline testdata/suggest/two-queues/current/ --min-trials 10 --keep-categorizer -o policy --executor-config executor-suggested.yaml > suggested.yaml\n",
     ] {
         assert!(text.contains(line), "{line}\n{text}");
     }
@@ -272,7 +272,7 @@ fn keep_categorizer_is_the_way_past_a_split_that_costs_another_queue_its_jobs() 
         ),
         "{written}"
     );
-    assert!(!written.contains("s-exit-4"), "{written}");
+    assert!(!written.contains("s-boom-lost-the-lock"), "{written}");
     assert!(
         written.contains(
             "\n# --keep-categorizer: today's executor config as it is; nothing to roll out.\n\
@@ -760,6 +760,33 @@ fn apply_refuses_a_policy_before_its_categories_are_rolled_out() {
         "{stderr}"
     );
     assert!(stderr.contains("never assigns category `s-"), "{stderr}");
+    // Each rule named as the file writes it, at its line and column, as `validate --upstream
+    // --categorizer` names it: `62:17 rules[0].onCategory`, never the design dialect's
+    // `rules[0].onFailureCategory[0]`.
+    let lines: Vec<&str> = written_policy.lines().collect();
+    let prefix = format!("  {}: policy `suggested`: ", proposal.display());
+    let mut named = 0;
+    for l in stderr.lines().filter(|l| l.contains("never assigns category")) {
+        let rest = l.strip_prefix(&prefix).unwrap_or_else(|| panic!("{l}"));
+        let (at, rest) = rest.split_once(' ').unwrap();
+        let (line, column) = at.split_once(':').unwrap_or_else(|| panic!("{l}"));
+        let (line, column): (usize, usize) = (line.parse().unwrap(), column.parse().unwrap());
+        assert!(
+            rest.starts_with("rules[") && rest.contains("].onCategory: the categorizer"),
+            "{l}"
+        );
+        let category = rest
+            .split("never assigns category `")
+            .nth(1)
+            .unwrap()
+            .split('`')
+            .next()
+            .unwrap();
+        assert_eq!(lines[line - 1][column - 1..].trim_matches('"'), category, "{l}");
+        assert!(lines[line - 1][..column - 1].ends_with("onCategory: "), "{l}");
+        named += 1;
+    }
+    assert!(named > 0 && !stderr.contains("onFailureCategory"), "{stderr}");
     assert!(
         stderr.ends_with(
             "hint: roll out the executor config first, wait for the executor to run it, then apply the policy\n"

@@ -220,10 +220,16 @@ fn a_queue_name_is_checked_only_where_a_queue_is_written() {
         );
         let table = ok(&suggest(home.path(), &h, engine, &["--queue", "ML_Team"]));
         // The engine as given and the queue whose jobs were read: the printed command reads
-        // the same jobs (its `-o policy` then refuses the name, as above).
+        // the same jobs (its `-o policy` then refuses the name, as above), and for today's
+        // Armada writes the executor's config too.
+        let executor = if engine == "upstream" {
+            " --executor-config executor-suggested.yaml"
+        } else {
+            ""
+        };
         assert!(
             table.contains(&format!(
-                "Write the proposal:  retryctl suggest --history {} --queue ML_Team --engine {engine} --min-trials 5 -o policy > suggested.yaml\n",
+                "Write the proposal:  retryctl suggest --history {} --queue ML_Team --engine {engine} --min-trials 5 -o policy{executor} > suggested.yaml\n",
                 h.display()
             )),
             "{table}"

@@ -918,3 +918,61 @@ fn a_current_in_the_design_dialect_is_refused_for_today_s_armada() {
         "{proposal}"
     );
 }
+
+/// A proposal validates clean: at 50 copies of the route's week (each job's id made its own),
+/// the proposed `app-42` rule covers today's `ml-today/1` after it, which could never match;
+/// it is not written, its comment says so, and `validate --upstream --categorizer` of what
+/// suggest writes, with the config it writes, finds no `shadowed-rule`.
+#[test]
+fn a_kept_rule_a_proposed_one_covers_is_dropped_and_the_proposal_validates_clean() {
+    let home = temp_home();
+    let dir = home.path();
+    let week = std::fs::read_to_string(root().join("testdata/route/week.jsonl")).unwrap();
+    let mut copies = String::new();
+    for c in 0..50 {
+        for line in week.lines() {
+            let mut v: Value = serde_json::from_str(line).unwrap();
+            v["job"]["id"] = json!(format!("{}c{c:02}", v["job"]["id"].as_str().unwrap()));
+            copies.push_str(&v.to_string());
+            copies.push('\n');
+        }
+    }
+    std::fs::write(dir.join("week50.jsonl"), copies).unwrap();
+    let exec = dir.join("executor-suggested.yaml");
+    let out = crate::support::retryctl(dir)
+        .current_dir(root())
+        .args(["suggest", "--history"])
+        .arg(dir.join("week50.jsonl"))
+        .args([
+            "--queue",
+            "ml",
+            "--baseline",
+            "testdata/route/current/",
+            "-o",
+            "policy",
+            "--executor-config",
+        ])
+        .arg(&exec)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", crate::support::format_output(&out));
+    let written = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        written.contains(
+            "\n  # kept from today: ml-today/1 (decided 350 runs): dropped, a rule before it matches every failure it matches: {action: Retry, onCategory: app-42}\n"
+        ),
+        "{written}"
+    );
+    let policy = dir.join("suggested.yaml");
+    std::fs::write(&policy, &written).unwrap();
+    let validated = crate::support::retryctl(dir)
+        .args(["validate", "--upstream", "-f"])
+        .arg(&policy)
+        .arg("--categorizer")
+        .arg(&exec)
+        .output()
+        .unwrap();
+    let said = crate::support::format_output(&validated);
+    assert_eq!(validated.status.code(), Some(0), "{said}");
+    assert!(!said.contains("can never match"), "{said}");
+}

@@ -305,3 +305,101 @@ fn pick_template_is_the_candidate_with_the_template_s_own_values() {
     refused("p:spec.retryLimit=1..2", "sets `p:spec.retryLimit` to `3`");
     refused("p:spec.backoff.jitter=0.1,0.5", "leaves `p:spec.backoff.jitter` unset");
 }
+
+/// A pick is never cleaner than its search: where the search finds the baseline does not
+/// explain the record (9 of the 16 jobs contradict `old`, past the default 1%), `--pick ID`
+/// and `--pick template` are refused as `--pick recommended` is (exit 1, nothing written);
+/// `--force` writes the pick headed by that reject verdict and says so, and `apply` then
+/// refuses the file unless forced. The README's route (`--pick template -o yaml > file`) so
+/// never turns a search that rejects into a file `apply` takes.
+#[test]
+fn a_pick_whose_search_does_not_explain_the_record_is_refused_or_headed_by_its_reject() {
+    let dir = tempfile::tempdir().unwrap();
+    setup(dir.path());
+    let strict = &sweep("t")[..11];
+    let pick = |id: &str, extra: &[&str]| run(dir.path(), &[strict, &["--pick", id, "-o", "yaml"], extra].concat());
+    let reasons = "the baseline does not explain the record: 9 jobs contradict it; is it what the cluster ran?";
+    let hint = "hint: export the history of the policy the cluster ran (or give it as --baseline), raise --max-contradictions, or --force to write the candidate headed by a reject verdict";
+    for (id, n) in [("6", "6"), ("template", "5")] {
+        assert_eq!(
+            format_output(&pick(id, &[])),
+            format!("exit: 1\n--- stdout\n--- stderr\nerror: candidate {n} is not written: {reasons}\n\n{hint}\n"),
+            "{id}"
+        );
+    }
+    assert_eq!(
+        format_output(&pick("recommended", &[])),
+        format!("exit: 1\n--- stdout\n--- stderr\nerror: no candidate is recommended: {reasons}\n")
+    );
+    // Forced: the documents `--pick 5` writes without the history, headed by the verdict.
+    let alone = run(
+        dir.path(),
+        &[&["tune", "-f", "t"][..], &strict[7..], &["--pick", "5", "-o", "yaml"]].concat(),
+    );
+    let documents = String::from_utf8(alone.stdout).unwrap();
+    let forced = pick("template", &["--force"]);
+    assert_eq!(
+        format_output(&forced),
+        format!(
+            "exit: 0\n--- stdout\n# verdict: reject (do not adopt): {reasons}\n{documents}--- stderr\n\
+             warning: candidate 5 is written headed by a reject verdict ({reasons}): `apply` refuses it unless --force\n\
+             warning: candidate 5 loses 2 jobs the baseline saves (`l1`, `l2`), over the constraint lost ≤ 0; the recommendation is none\n"
+        )
+    );
+    fs::write(dir.path().join("picked.yaml"), &forced.stdout).unwrap();
+    let applied = run(
+        dir.path(),
+        &["apply", "-f", "picked.yaml", "--armada-url", "http://127.0.0.1:1"],
+    );
+    assert_eq!(
+        format_output(&applied),
+        format!("exit: 1\n--- stdout\n--- stderr\nerror: `picked.yaml` is a proposal suggest rejected: {reasons}; --force to apply it\n")
+    );
+    // Within the limit the search's baseline explains the record: written clean.
+    let lenient = pick("6", &["--max-contradictions", "100%"]);
+    assert_eq!(lenient.status.code(), Some(0), "{}", format_output(&lenient));
+    assert!(lenient.stderr.is_empty(), "{}", format_output(&lenient));
+    assert!(!String::from_utf8(lenient.stdout).unwrap().contains("verdict"));
+}
+
+/// A template headed by a reject verdict (a proposal `suggest` rejected, copied to the
+/// template) heads every pick of it with that verdict, with or without a history, and says so:
+/// `apply` refuses what it writes unless forced.
+#[test]
+fn a_pick_of_a_rejected_template_carries_its_verdict() {
+    let dir = tempfile::tempdir().unwrap();
+    setup(dir.path());
+    let verdict = "# verdict: reject (do not adopt): loses 1 job today's policy saves (`l1`)\n";
+    let template = fs::read_to_string(dir.path().join("t/p.yaml")).unwrap();
+    fs::write(
+        dir.path().join("t/p.yaml"),
+        format!("# edited by bob\n\n{verdict}{template}"),
+    )
+    .unwrap();
+    let varies = &sweep("t")[7..11];
+    let alone = run(
+        dir.path(),
+        &[&["tune", "-f", "t"][..], varies, &["--pick", "template", "-o", "yaml"]].concat(),
+    );
+    let out = String::from_utf8(alone.stdout.clone()).unwrap();
+    assert!(
+        out.starts_with(verdict) && out[verdict.len()..].starts_with("apiVersion: "),
+        "{out}"
+    );
+    assert_eq!(
+        String::from_utf8(alone.stderr).unwrap(),
+        "warning: candidate 5 is written headed by a reject verdict (loses 1 job today's policy saves (`l1`)): `apply` refuses it unless --force\n"
+    );
+    let searched = run(
+        dir.path(),
+        &[&sweep("t")[..], &["--pick", "recommended", "-o", "yaml"]].concat(),
+    );
+    assert_eq!(searched.status.code(), Some(0), "{}", format_output(&searched));
+    assert!(String::from_utf8(searched.stdout.clone()).unwrap().starts_with(verdict));
+    fs::write(dir.path().join("picked.yaml"), &alone.stdout).unwrap();
+    let applied = run(
+        dir.path(),
+        &["apply", "-f", "picked.yaml", "--armada-url", "http://127.0.0.1:1"],
+    );
+    assert_eq!(applied.status.code(), Some(1), "{}", format_output(&applied));
+}

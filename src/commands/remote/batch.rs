@@ -267,6 +267,7 @@ mod tests {
             file: file.into(),
             resource: r,
             version: None,
+            node: None,
         }
     }
 

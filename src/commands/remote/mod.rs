@@ -123,6 +123,9 @@ pub struct Item {
     /// The `apiVersion` it was written in (`diff` shows it in the same dialect); `None` for
     /// one built from flags.
     pub version: Option<ApiVersion>,
+    /// The document as written, to place a finding at its line and column; `None` for one
+    /// built from flags.
+    pub node: Option<crate::yaml::Node>,
 }
 
 impl Item {
@@ -199,6 +202,7 @@ pub fn load_seen(ctx: &mut Context, source: &FileSource, kinds: &[Kind]) -> anyh
                     file: f.name.clone(),
                     resource,
                     version: d.api_version,
+                    node: Some(d.node),
                 });
             }
         }

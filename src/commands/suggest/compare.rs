@@ -30,7 +30,7 @@ use crate::replay::source::copy::{Again, Copy};
 use crate::replay::source::{Either, OneQueue};
 use crate::suggest::check::RuleCheck;
 use crate::suggest::queues::ByQueue;
-use crate::suggest::verdict::{judge_letting_run, Judged, Judgement, Later, Queues};
+use crate::suggest::verdict::{judge_letting_run, Judged, Judgement, Later, LetRun, Queues};
 
 use super::learn::{spool_test, Pass1};
 use super::{History, Suggest, NOTHING};
@@ -267,7 +267,7 @@ pub(super) fn judge_proposal(
     backtest: Option<&(view::Captured, view::BacktestTail)>,
     max_contradictions: MaxContradictions,
     queues: Option<Queues<'_>>,
-    unblocked: u64,
+    let_run: LetRun,
 ) -> Judgement {
     let (learned, lost_jobs) = match backtest {
         Some((test, _)) => (
@@ -294,6 +294,6 @@ pub(super) fn judge_proposal(
             false_kill_jobs: &tail.false_kill_jobs,
             gpu_hours_saved: tail.gpu_hours_saved,
         }),
-        unblocked,
+        let_run,
     )
 }

@@ -30,7 +30,7 @@ use crate::suggest::nodes::suspects;
 use crate::suggest::propose::{propose, Defaults, NoRule, Proposed, Verdict};
 use crate::suggest::queues::{unseen, ByQueue, QueueCounts};
 use crate::suggest::stats::{Learned, SignatureStats};
-use crate::suggest::verdict::{Decision, Judgement, Queues};
+use crate::suggest::verdict::{Decision, Judgement, LetRun, Queues};
 
 use super::compare::{judge_proposal, Pass2, Read};
 use super::incidents;
@@ -47,7 +47,7 @@ struct Made<'a> {
     default: Defaults,
     proposal: Proposal,
     sensitive: Sensitive,
-    unblocked: u64,
+    let_run: LetRun,
 }
 
 impl Suggest {
@@ -275,16 +275,16 @@ impl Suggest {
         // deleted (upstream: the one change that lets its retries run), unless
         // `--keep-categorizer` changes no category's action; one whose runs no category
         // takes has a rule writing today's Retry, and a category of its own.
-        let collided: Vec<(String, u64)> = verdicts
+        let collided_in = |s: &SignatureStats| {
+            let (label, _) = s.seen.iter().max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0)))?;
+            Some(label.split('/').next().unwrap_or(label).to_string())
+        };
+        let collide: Vec<String> = verdicts
             .iter()
             .filter(|_| !self.run.keep_categorizer)
             .filter(|(_, v)| matches!(v, Verdict::None(NoRule::RetriesCollide)))
-            .filter_map(|(s, _)| {
-                let (label, _) = s.seen.iter().max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0)))?;
-                Some((label.split('/').next().unwrap_or(label).to_string(), s.collided))
-            })
+            .filter_map(|(s, _)| collided_in(s))
             .collect();
-        let collide: Vec<String> = collided.iter().map(|(c, _)| c.clone()).collect();
         let proposal = self.documents(baseline, learned, exits, &rules, kept, &default, &collide)?;
         // Those whose category's pods the proposal deletes can run: a deployed category's
         // action changed, or a category of their own.
@@ -297,13 +297,22 @@ impl Suggest {
                     .any(|c| c.delete && c.signatures.iter().any(|s| s == text))
             })
         };
-        let unblocked = collided.iter().filter(|(c, _)| deleted(c)).map(|(_, n)| n).sum::<u64>()
-            + verdicts
-                .iter()
-                .filter(|(_, v)| matches!(v, Verdict::Rule(p) if p.as_today == Some(NoRule::RetriesCollide)))
-                .filter(|(s, _)| own(&s.text))
-                .map(|(s, _)| s.collided)
-                .sum::<u64>();
+        // Each, with the most its retries may cost: every retry the policy grants a job, at
+        // the job's longest recorded run.
+        let granted = upstream.map_or(0, |u| u.written_retry_limit);
+        let mut let_run = LetRun::default();
+        let let_run_of = verdicts.iter().filter(|(s, v)| match v {
+            // As `collided` lists them: by the category most of their runs had.
+            Verdict::None(NoRule::RetriesCollide) if !self.run.keep_categorizer => {
+                collided_in(s).is_some_and(|c| deleted(&c))
+            }
+            Verdict::Rule(p) => p.as_today == Some(NoRule::RetriesCollide) && own(&s.text),
+            _ => false,
+        });
+        for (s, _) in let_run_of {
+            let_run.retries += s.collided;
+            let_run.most.add(s.collided_cost.times(granted));
+        }
         if self.deployed().is_none() && proposal.upstream.as_ref().is_some_and(|u| !u.categories.is_empty()) {
             writeln!(ctx.err, "note: {}", documents::NOT_COMPLETE)?;
         }
@@ -313,7 +322,7 @@ impl Suggest {
             default,
             proposal,
             sensitive,
-            unblocked,
+            let_run,
         })
     }
 
@@ -388,7 +397,7 @@ impl Suggest {
                 unseen: &unseen,
                 cluster_wide: &cluster_wide,
             }),
-            made.unblocked,
+            made.let_run,
         )
     }
 

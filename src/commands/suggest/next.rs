@@ -31,11 +31,19 @@ impl Suggest {
         write.extend(knobs);
         write.extend(gates.iter().cloned());
         write.push("-o policy".to_string());
-        if let Some((path, format)) = &self.executor_config {
-            write.push(format!("--executor-config {}", shell_word(&path.display().to_string())));
-            if *format == ExecutorConfigFormat::Helm {
-                write.push("--executor-config-format helm".to_string());
+        match &self.executor_config {
+            Some((path, format)) => {
+                write.push(format!("--executor-config {}", shell_word(&path.display().to_string())));
+                if *format == ExecutorConfigFormat::Helm {
+                    write.push("--executor-config-format helm".to_string());
+                }
             }
+            // A proposal for today's Armada is a policy and the executor's config: the line
+            // writes both, as the README's route does, run as printed.
+            None if proposal.upstream.is_some() => {
+                write.push(format!("--executor-config {}", shell_word(&format!("executor-{file}"))));
+            }
+            None => {}
         }
         write.push(format!("> {file}"));
         let varies = self.varies(rules, default, proposal);

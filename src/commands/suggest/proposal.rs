@@ -15,6 +15,7 @@ use crate::engine::simulator::Simulator;
 use crate::engine::EngineKind;
 use crate::error::CliError;
 use crate::input;
+use crate::model::lint::covers;
 use crate::model::validate::name_reason;
 use crate::model::Action;
 use crate::model::Resource;
@@ -244,25 +245,53 @@ impl Suggest {
         learned: &Learned,
         exits: &ExitCodes,
         rules: &[crate::suggest::propose::Proposed],
-        kept: Vec<Kept>,
+        mut kept: Vec<Kept>,
         default: &Defaults,
         collide: &[String],
     ) -> anyhow::Result<Proposal> {
+        let (text, upstream) = self.written(baseline, learned, exits, rules, &kept, default, collide);
+        // A rule of today's that a rule before it already covers can never match
+        // (`validate`'s `shadowed-rule`): written again without it, its comment saying so.
+        let file = input::parse_text("<proposal>", &text, None);
+        let shadowed = shadowed_kept(&file, &self.proposed_settings(baseline, default).name, kept.len());
+        let (text, upstream) = if shadowed.is_empty() {
+            (text, upstream)
+        } else {
+            for at in shadowed {
+                kept[at].shadowed = true;
+            }
+            self.written(baseline, learned, exits, rules, &kept, default, collide)
+        };
+        self.checked(baseline, default, text, upstream, kept)
+    }
+
+    /// The documents' text (`documents`' inputs), and upstream the executor's config beside it.
+    #[allow(clippy::too_many_arguments)] // the documents' inputs, each its own part of the proposal
+    fn written(
+        &self,
+        baseline: &Simulator,
+        learned: &Learned,
+        exits: &ExitCodes,
+        rules: &[crate::suggest::propose::Proposed],
+        kept: &[Kept],
+        default: &Defaults,
+        collide: &[String],
+    ) -> (String, Option<documents::Upstream>) {
         let settings = self.proposed_settings(baseline, default);
-        let documented = self.documented(learned, exits, rules, &kept);
+        let documented = self.documented(learned, exits, rules, kept);
         let header = format!(
             "Proposed by `retryctl suggest` from {} jobs ({} failed runs); --min-trials {} --futile {} --max-limit {}.",
             learned.jobs, learned.failed_runs, self.knobs.min_trials, self.knobs.futile, self.knobs.max_limit
         );
         let queue = self.queue_document(baseline);
         let (mut text, upstream) = match self.sides.engine {
-            EngineKind::Design => (documents::design_policy(&settings, &documented, &kept, &header), None),
+            EngineKind::Design => (documents::design_policy(&settings, &documented, kept, &header), None),
             EngineKind::Upstream => {
-                let blocked = today::raise_blocked_by(&kept, &learned.signatures);
+                let blocked = today::raise_blocked_by(kept, &learned.signatures);
                 let mut u = documents::upstream_documents(
                     &settings,
                     &documented,
-                    &kept,
+                    kept,
                     blocked,
                     self.deployed().map(|d| documents::Deployed {
                         config: &d.file.config,
@@ -284,6 +313,19 @@ impl Suggest {
             text.push_str("---\n");
             text.push_str(&q);
         }
+        (text, upstream)
+    }
+
+    /// The documents checked by `validate`'s reader, and their Simulator.
+    fn checked(
+        &self,
+        baseline: &Simulator,
+        default: &Defaults,
+        text: String,
+        upstream: Option<documents::Upstream>,
+        kept: Vec<Kept>,
+    ) -> anyhow::Result<Proposal> {
+        let settings = self.proposed_settings(baseline, default);
         let file = input::parse_text("<proposal>", &text, None);
         if file.error_count() > 0 {
             let mut problems = Vec::new();
@@ -415,4 +457,22 @@ impl Suggest {
             })?;
         Ok(sim)
     }
+}
+
+/// The indices among `kept` (today's rules, the last `kept` rules of the policy named `name`
+/// in `file`) of those a rule before them covers (`model::lint::covers`: `validate`'s
+/// `shadowed-rule`).
+fn shadowed_kept(file: &input::SourceFile, name: &str, kept: usize) -> Vec<usize> {
+    let policy = file.documents.iter().find_map(|d| match &d.resource {
+        Some(Resource::RetryPolicy(p)) if p.name == name => Some(p),
+        _ => None,
+    });
+    let Some(policy) = policy else {
+        return Vec::new();
+    };
+    let first = policy.rules.len().saturating_sub(kept);
+    (first..policy.rules.len())
+        .filter(|&i| policy.rules[..i].iter().any(|e| covers(e, &policy.rules[i])))
+        .map(|i| i - first)
+        .collect()
 }

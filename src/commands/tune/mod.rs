@@ -5,7 +5,10 @@
 //! `tune::rank` → `output::tune`. `--pick N` without a history writes candidate N's documents
 //! without a replay; given one, it searches as `--pick recommended` does, and writes candidate
 //! N unless N loses a job the baseline saves or breaks a constraint (then exit 1, nothing
-//! written; `--force` writes it with a warning).
+//! written; `--force` writes it with a warning), or the search finds the baseline does not
+//! explain the record (exit 1; `--force` writes it headed by that reject verdict, which
+//! `apply` refuses unless forced). A pick of a template headed by a reject verdict begins
+//! with that verdict too.
 //! Must not: replay, count, rank or format itself.
 //!
 //! Decisions docs/tune.md leaves open:
@@ -92,6 +95,14 @@ pub fn run(ctx: &mut Context, args: &TuneArgs) -> anyhow::Result<ExitCode> {
     let Some(sides) = resolve(ctx, sides)? else {
         return Ok(ExitCode::InvalidInput);
     };
+    // A template `suggest` rejected heads every pick with that verdict (docs/tune.md
+    // "Writing the choice"): a pick is never cleaner than what it was made from.
+    let mut rejects: Vec<String> = Vec::new();
+    for reason in sides.candidate().files.iter().flat_map(SourceFile::rejected) {
+        if !rejects.iter().any(|r| r == reason) {
+            rejects.push(reason.to_string());
+        }
+    }
     let mut template = Template::new(sides.candidate().files.clone(), sides.settings.source.clone());
     if let Some(c) = &sides.candidate().categorizer {
         template = template.with_categorizer(c.file.name.clone(), c.file.document.clone());
@@ -126,7 +137,7 @@ pub fn run(ctx: &mut Context, args: &TuneArgs) -> anyhow::Result<ExitCode> {
         // Without a history, nothing to replay: the documents as they are. With one (or
         // when they do not validate, which `write_candidate` says), the search first.
         if !history || !candidate.is_valid() {
-            return write_candidate(ctx, &candidate, &varies);
+            return write_candidate(ctx, &candidate, &varies, &rejects);
         }
     }
     let (arms, ids, skipped) = candidates(&template, &varies, &sides)?;
@@ -178,6 +189,7 @@ pub fn run(ctx: &mut Context, args: &TuneArgs) -> anyhow::Result<ExitCode> {
         format,
         pick,
         force: args.force,
+        rejects,
         run,
         max_compute,
         options: Options {
@@ -391,8 +403,12 @@ struct Tune<'a> {
     /// `None`: `--pick`.
     format: Option<TuneOutput>,
     pick: Option<Pick>,
-    /// `--force`: write a pick that loses a job or breaks a constraint.
+    /// `--force`: write a pick that loses a job or breaks a constraint, or that a search
+    /// whose baseline does not explain the record made.
     force: bool,
+    /// The reasons of the reject verdict heading the template (`suggest -o policy`'s): every
+    /// pick begins with that verdict.
+    rejects: Vec<String>,
     run: TuneRun,
     max_compute: Option<MaxCompute>,
     options: Options,
@@ -507,8 +523,20 @@ impl Tune<'_> {
         )?
         .unwrap_or(ExitCode::Success);
         let ranked = ranking(swept.arms, &self.run, self.max_compute, &swept.baseline, &swept.rates);
+        let mut rejects = self.rejects.clone();
         let (id, warning) = match self.pick {
             Some(Pick::Id(id)) => {
+                // The search found the baseline does not explain the record: nothing it
+                // measured holds, so the pick is refused as `--pick recommended` is, or
+                // forced and written headed by that reject.
+                if let (Some(e), true) = (&ranked.baseline.explained, ranked.baseline.unexplained) {
+                    if !self.force {
+                        return Err(CliError::failed(view::pick_unexplained_refusal(id, e))
+                            .with_hint(view::PICK_UNEXPLAINED_HINT)
+                            .into());
+                    }
+                    rejects.push(e.unexplained_words());
+                }
                 let at = ranked.candidates.iter().position(|c| c.id == id);
                 let max_compute = self.run.max_compute.as_deref();
                 // A pick that loses a job or breaks a constraint is not written unless
@@ -534,7 +562,7 @@ impl Tune<'_> {
                 }
             },
         };
-        let code = write_candidate(ctx, &self.template.candidate(self.varies, id), self.varies)?;
+        let code = write_candidate(ctx, &self.template.candidate(self.varies, id), self.varies, &rejects)?;
         if let Some(warning) = warning {
             writeln!(ctx.err, "{}: {warning}", ctx.style.warning("warning"))?;
         }
@@ -719,7 +747,7 @@ fn error_words(e: &CandidateError) -> String {
 }
 
 /// A candidate's documents as YAML on stdout (each in its own dialect), or its errors.
-fn write_candidate(ctx: &mut Context, c: &Candidate, varies: &[Vary]) -> anyhow::Result<ExitCode> {
+fn write_candidate(ctx: &mut Context, c: &Candidate, varies: &[Vary], rejects: &[String]) -> anyhow::Result<ExitCode> {
     if !c.is_valid() {
         for e in c.errors() {
             writeln!(
@@ -741,7 +769,17 @@ fn write_candidate(ctx: &mut Context, c: &Candidate, varies: &[Vary]) -> anyhow:
     for file in &c.files {
         docs.extend(documents(file)?);
     }
-    let text = docs.join("---\n");
+    let mut text = docs.join("---\n");
+    if !rejects.is_empty() {
+        // Its first line, where `apply` reads a reject, as `suggest -o policy` writes one.
+        text.insert_str(0, &view::pick_verdict_line(rejects));
+        writeln!(
+            ctx.err,
+            "{}: {}",
+            ctx.style.warning("warning"),
+            view::pick_rejected_warning(c.id, rejects)
+        )?;
+    }
     ctx.out.write_all(text.as_bytes())?;
     let scheduler: Vec<String> = varies
         .iter()

@@ -910,9 +910,9 @@ fn a_returned_lease_keeps_the_nodes_the_last_retry_avoids() {
 }
 
 /// A record that ends the job `failed` or `succeeded` (`job.state`) where the decisions would
-/// run it again contradicts them, in every replay that checks (a summary's too), under both
-/// engines; a user's cancel, a record the decisions end too and a history that does not say
-/// do not.
+/// run it again, or the other way than they end it, contradicts them, in every replay that
+/// checks (a summary's too), under both engines; a user's cancel, a record the decisions end
+/// alike and a history that does not say do not.
 #[test]
 fn a_record_that_ends_a_job_the_decisions_run_again_contradicts_them() {
     let design = one_rule("{action: Retry, onExitCodes: {operator: In, values: [1]}}");
@@ -942,7 +942,30 @@ fn a_record_that_ends_a_job_the_decisions_run_again_contradicts_them() {
             let outcome = sim.simulate_detailed(&h, &settings, Detail::Outcome).unwrap();
             assert!(outcome.contradictions.is_empty());
         }
+        // Ended the other way than the replay ends it: recorded succeeded after a failed run
+        // the decisions do not retry, recorded failed after a run that succeeded.
+        let other_way = [
+            (
+                "succeeded",
+                &[failed; 6][..],
+                "the record ends it succeeded, but run 5 failed and today's policy fails the job there",
+            ),
+            (
+                "failed",
+                &[failed, "{outcome: succeeded}"][..],
+                "the record ends it failed, but run 1 succeeded",
+            ),
+        ];
+        for (state, items, said) in other_way {
+            let h = with_state(state, items);
+            let full = sim.simulate(&h, &settings).unwrap();
+            assert_eq!(full.contradictions, [said], "{engine:?} {state}");
+            let summary = sim.simulate_detailed(&h, &settings, Detail::Summary).unwrap();
+            assert_eq!(summary.contradictions, [said], "{engine:?} {state}");
+        }
         for (state, items) in [
+            ("cancelled", &[failed; 6][..]),
+            ("cancelled", &[failed, "{outcome: succeeded}"][..]),
             ("cancelled", &[failed, failed][..]),
             ("", &[failed, failed][..]),
             ("succeeded", &[failed, "{outcome: succeeded}"][..]),

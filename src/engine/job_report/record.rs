@@ -282,18 +282,30 @@ impl JobReport {
         }
     }
 
-    /// The record ends the job `succeeded` or `failed` (`job.state`) after its last run, where
-    /// these decisions would start another (the job is Pending): a contradiction. A user's
-    /// cancel ends a job whatever the policy, and a history that does not say how the job
-    /// ended leaves it Pending, as it always did.
+    /// The record's end of the job (`job.state`) is not the one these decisions give its
+    /// runs: a contradiction, in either direction. Ended `succeeded` or `failed` after its
+    /// last run where these decisions would start another (the job is Pending); ended
+    /// `succeeded` where they fail it at its last run (a failed run, not retried); ended
+    /// `failed` (FAILED, PREEMPTED, REJECTED) where its last run succeeded. A user's cancel
+    /// ends a job whatever the policy, and a history that does not say how the job ended
+    /// leaves it as replayed, as it always did.
     fn ended_by_the_record(&mut self, history: &FailureHistory) {
-        let ended = matches!(history.job.state, Some(JobEnd::Succeeded | JobEnd::Failed));
-        if ended && !history.runs.is_empty() && matches!(self.status, JobStatus::Pending { .. }) {
-            self.contradictions.push(format!(
-                "the record ends it after run {}; today's policy runs it again",
-                history.runs.len() - 1
-            ));
-        }
+        let Some(last) = history.runs.len().checked_sub(1) else {
+            return;
+        };
+        let said = match (history.job.state, &self.status) {
+            (Some(JobEnd::Succeeded | JobEnd::Failed), JobStatus::Pending { .. }) => {
+                format!("the record ends it after run {last}; today's policy runs it again")
+            }
+            (Some(JobEnd::Succeeded), JobStatus::Failed { run, .. }) if *run == last => {
+                format!("the record ends it succeeded, but run {last} failed and today's policy fails the job there")
+            }
+            (Some(JobEnd::Failed), JobStatus::Succeeded { run, .. }) if *run == last => {
+                format!("the record ends it failed, but run {last} succeeded")
+            }
+            _ => return,
+        };
+        self.contradictions.push(said);
     }
 
     /// The job's status after run `k`'s decision; `true` when the job ended there.

@@ -18,8 +18,8 @@ use crate::suggest::verdict::{Decision, Judgement};
 use super::capture::{BacktestTail, Captured};
 use super::report::Report;
 use super::words::{
-    busy_lines, collisions_ran_words, default_row, estimated, incidents_lines, merged_words, no_rules, observed, pct,
-    rate_words, runs_cell, sensitive_words, short, today, TOP,
+    busy_lines, collisions_ran_words, default_row, distinct_shorts, estimated, incidents_lines, merged_words, no_rules,
+    observed, pct, rate_words, runs_cell, sensitive_words, today, TOP,
 };
 
 pub(super) fn html(
@@ -116,7 +116,8 @@ pub(super) fn html(
         "<h2>GPU-hours by signature</h2>\n<p class=\"note\">Bars: the failed runs (grey), the runs after them that a retry recovered (green) and those in jobs that never succeeded (red).</p>\n<svg role=\"img\" aria-label=\"GPU-hours by signature\" viewBox=\"0 0 900 {}\" width=\"100%\" font-size=\"12\">",
         24 * top.len().max(1)
     );
-    for (i, (s, _)) in top.iter().enumerate() {
+    let texts = distinct_shorts(top.iter().map(|(s, _)| s.text.as_str()), 52);
+    for (i, ((s, _), text)) in top.iter().zip(&texts).enumerate() {
         let y = i * 24;
         let scale = |h: u128| hours(h) / max * 480.0;
         let failed = scale(s.gpu.failed);
@@ -126,7 +127,7 @@ pub(super) fn html(
             b,
             "<text x=\"0\" y=\"{}\">{}</text><rect class=\"failed\" x=\"360\" y=\"{}\" width=\"{failed:.1}\" height=\"16\" fill=\"#9aa5b1\"/><rect class=\"recovered\" x=\"{:.1}\" y=\"{}\" width=\"{recovered:.1}\" height=\"16\" fill=\"#2f9e44\"/><rect class=\"futile\" x=\"{:.1}\" y=\"{}\" width=\"{futile:.1}\" height=\"16\" fill=\"#e03131\"/><text x=\"{:.1}\" y=\"{}\">{:.1}</text>",
             y + 14,
-            esc(&short(&s.text, 52)),
+            esc(text),
             y + 2,
             360.0 + failed,
             y + 2,

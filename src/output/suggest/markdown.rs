@@ -13,8 +13,8 @@ use crate::suggest::verdict::{Decision, Judgement};
 use super::capture::{BacktestTail, Captured};
 use super::report::Report;
 use super::words::{
-    busy_lines, collisions_ran_words, default_row, estimated, gpu_cell, incidents_lines, merged_words, no_rules,
-    observed, rate_words, runs_cell, sensitive_words, short, today, TOP,
+    busy_lines, collisions_ran_words, default_row, distinct_shorts, estimated, gpu_cell, incidents_lines, merged_words,
+    no_rules, observed, rate_words, runs_cell, sensitive_words, short, today, TOP,
 };
 
 pub(super) fn markdown(
@@ -79,17 +79,19 @@ pub(super) fn markdown(
     );
     let _ = writeln!(m, "|---|---:|---|---:|---|---|");
     // Each signature's row, then the default's below them.
-    let rows = r
+    let rows: Vec<_> = r
         .signatures
         .iter()
         .take(TOP)
         .map(|(s, v)| (*s, sensitive_words(r, s, v)))
-        .chain(default_row(r));
-    for (s, proposed) in rows {
+        .chain(default_row(r))
+        .collect();
+    let texts = distinct_shorts(rows.iter().map(|(s, _)| s.text.as_str()), 80);
+    for ((s, proposed), text) in rows.into_iter().zip(texts) {
         let _ = writeln!(
             m,
             "| {} | {} | {} | {} | {} | {} |",
-            md(&short(&s.text, 80)),
+            md(&text),
             md(&runs_cell(s)),
             rate_words(s),
             gpu_cell(s),

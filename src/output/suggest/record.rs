@@ -269,7 +269,11 @@ fn proposal_fields(head: &Head<'_>) -> Map<String, Value> {
         "kept".into(),
         Value::Array(
             kept.iter()
-                .map(|k| json!({"from": k.from, "decidedRuns": k.decided_runs}))
+                .map(|k| match k.shadowed {
+                    // Not written: a rule before it matches every failure it matches.
+                    true => json!({"from": k.from, "decidedRuns": k.decided_runs, "shadowed": true}),
+                    false => json!({"from": k.from, "decidedRuns": k.decided_runs}),
+                })
                 .collect(),
         ),
     );

@@ -20,8 +20,9 @@ use crate::suggest::verdict::{Decision, Judgement};
 use super::capture::{BacktestTail, Captured};
 use super::report::Report;
 use super::words::{
-    as_written, backoff_words, busy_words, collisions_ran_words, decision_words, default_row, estimated, gpu_cell,
-    incidents_words, merged_words, no_rules, rate_words, sensitive_words, short, today, window_words, TOP,
+    as_written, backoff_words, busy_words, collisions_ran_words, decision_words, default_row, distinct_shorts,
+    estimated, gpu_cell, incidents_words, merged_words, no_rules, rate_words, sensitive_words, short, today,
+    window_words, TOP,
 };
 use crate::engine::EngineFrom;
 
@@ -68,18 +69,19 @@ pub(super) fn table(
     // each left out (RUNS keeps them); with collided retries, those (no trials).
     let in_incidents = r.incidents.is_some();
     let collided = r.signatures.iter().any(|(s, _)| s.collided > 0);
-    let rows: Vec<Vec<String>> = r
+    let listed: Vec<_> = r
         .signatures
         .iter()
         .take(TOP)
         .map(|(s, v)| (*s, sensitive_words(r, s, v)))
         .chain(default_row(r))
-        .map(|(s, proposed)| {
-            let mut row = vec![
-                short(&s.text, 48),
-                s.failed_runs.to_string(),
-                s.trials.trials.to_string(),
-            ];
+        .collect();
+    let texts = distinct_shorts(listed.iter().map(|(s, _)| s.text.as_str()), 48);
+    let rows: Vec<Vec<String>> = listed
+        .into_iter()
+        .zip(texts)
+        .map(|((s, proposed), text)| {
+            let mut row = vec![text, s.failed_runs.to_string(), s.trials.trials.to_string()];
             if in_incidents {
                 row.push(s.in_incidents.to_string());
             }
@@ -219,7 +221,8 @@ pub(super) fn table(
         ),
         None => (r.rules.len(), r.rules.iter().filter(|p| p.limit.is_some()).count()),
     };
-    let kept = match r.kept.len() {
+    // A rule of today's a proposed one shadows is not written (its comment says so).
+    let kept = match r.kept.iter().filter(|k| !k.shadowed).count() {
         0 => String::new(),
         n => format!(", then {} kept from today", plural(n as u64, "rule", "rules")),
     };

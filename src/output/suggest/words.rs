@@ -445,6 +445,50 @@ pub(super) fn short(s: &str, n: usize) -> String {
     t
 }
 
+/// [`short`], cut in the middle instead: its start and its end kept, since two signatures of
+/// one message most often differ at its end (a registry's `… 503 Service Unavailable"` and a
+/// missing tag's `… not found"`).
+fn short_middle(s: &str, n: usize) -> String {
+    let s = shown(s);
+    let chars: Vec<char> = s.chars().collect();
+    if chars.len() <= n || n < 2 {
+        return s.into_owned();
+    }
+    let tail = (n - 1) / 3;
+    let head = n - 1 - tail;
+    let mut t: String = chars[..head].iter().collect();
+    t.push('…');
+    t.extend(&chars[chars.len() - tail..]);
+    t
+}
+
+/// [`short`] of each of `texts`, no two different texts read alike: a cut that reads as
+/// another's is cut in the middle instead ([`short_middle`]); one that still does ends in `#`
+/// and 6 hex digits of its text's hash (then its place among them), so that a table never
+/// prints two signatures as the same text.
+pub(super) fn distinct_shorts<'a>(texts: impl IntoIterator<Item = &'a str>, n: usize) -> Vec<String> {
+    let texts: Vec<&str> = texts.into_iter().collect();
+    let mut cuts: Vec<String> = texts.iter().map(|t| short(t, n)).collect();
+    let alike =
+        |cuts: &[String], i: usize| (0..texts.len()).any(|j| j != i && cuts[j] == cuts[i] && texts[j] != texts[i]);
+    let mut tagged: Vec<usize> = (0..texts.len()).filter(|&i| alike(&cuts, i)).collect();
+    for &i in &tagged {
+        cuts[i] = short_middle(texts[i], n);
+    }
+    tagged.retain(|&i| alike(&cuts, i));
+    for &i in &tagged {
+        let tag = format!(" #{:06x}", crate::suggest::documents::fnv1a64(texts[i]) & 0xff_ffff);
+        let room = n.saturating_sub(tag.chars().count()).max(2);
+        cuts[i] = format!("{}{tag}", short_middle(texts[i], room));
+    }
+    for (k, &i) in tagged.iter().enumerate() {
+        if alike(&cuts, i) {
+            cuts[i] = format!("{} ({})", cuts[i], k + 1);
+        }
+    }
+    cuts
+}
+
 pub(super) fn gpu_cell(s: &SignatureStats) -> String {
     format!("{:.1}", hours(s.gpu.once()))
 }

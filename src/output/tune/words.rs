@@ -5,6 +5,8 @@
 
 use crate::engine::job_report::plural;
 use crate::model::failure_history::Final;
+use crate::replay::explained::Explained;
+use crate::suggest::verdict::Decision;
 use crate::tune::rank::{EstimatesDecide, Excluded, Ranked};
 
 use crate::output::lines;
@@ -85,6 +87,30 @@ pub(super) fn compute_words(max: Option<&str>, applied: Option<f64>) -> String {
         Some(s) if m.ends_with('%') => format!("cost ≤ {m} of the baseline's compute ({})", seconds_words(s)),
         _ => format!("cost ≤ {m}"),
     })
+}
+
+/// `--pick ID` after a search that finds the baseline does not explain the record (past
+/// `--max-contradictions`), refused without `--force` as `--pick recommended` is: nothing
+/// measured against that baseline holds (docs/tune.md "Writing the choice").
+pub fn pick_unexplained_refusal(id: u64, explained: &Explained) -> String {
+    format!("candidate {id} is not written: {}", explained.unexplained_words())
+}
+
+/// The next step of [`pick_unexplained_refusal`].
+pub const PICK_UNEXPLAINED_HINT: &str = "export the history of the policy the cluster ran (or give it as --baseline), raise --max-contradictions, or --force to write the candidate headed by a reject verdict";
+
+/// The first line of a pick written over a reject (`# verdict: reject (do not adopt): …`),
+/// as `suggest -o policy` heads a proposal it rejects: `apply` refuses it unless `--force`.
+pub fn pick_verdict_line(reasons: &[String]) -> String {
+    format!("# verdict: {}: {}\n", Decision::Reject.words(), reasons.join("; "))
+}
+
+/// What stderr says of a pick written headed by a reject verdict (`reasons`).
+pub fn pick_rejected_warning(id: u64, reasons: &[String]) -> String {
+    format!(
+        "candidate {id} is written headed by a reject verdict ({}): `apply` refuses it unless --force",
+        reasons.join("; ")
+    )
 }
 
 /// `tune --pick ID` after a search (docs/tune.md): what candidate `index` of `ranked` gives
