@@ -84,6 +84,7 @@ mod validate;
 mod watch;
 mod watch_hardening;
 mod watch_incidents;
+mod watch_present;
 mod watch_record;
 mod watch_start;
 mod yaml11;
