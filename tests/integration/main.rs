@@ -20,6 +20,7 @@ mod compressed_history;
 mod concurrency;
 mod config;
 mod contention;
+mod contention_verbs;
 mod crud;
 mod database_words;
 mod declarative;
