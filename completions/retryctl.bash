@@ -2805,7 +2805,7 @@ _retryctl() {
             return 0
             ;;
         retryctl__subcmd__simulate)
-            opts="-f -R -o -c -v -h -V --filename --recursive --history --lookout-db --queue --jobset --baseline --baseline-from-cluster --engine --baseline-engine --scheduler-config --retry-policy --global-max-retries --default-policy --backtest-at --incidents --incident --shard --allow-empty --skip-invalid --exit-code --all-changes --from-server --categorizer --baseline-categorizer --strict --output --output-file --emit --shard-count --image --volume --armada-queue --emit-job-set --job-set --namespace --requests --dsn-secret --since --from --to --armada-url --context --config --timeout --token --token-file --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
+            opts="-f -R -o -c -v -h -V --filename --recursive --history --lookout-db --queue --jobset --baseline --baseline-from-cluster --engine --baseline-engine --scheduler-config --retry-policy --global-max-retries --default-policy --backtest-at --incidents --incident --contention --shard --allow-empty --skip-invalid --exit-code --all-changes --from-server --categorizer --baseline-categorizer --strict --output --output-file --emit --shard-count --image --volume --armada-queue --emit-job-set --job-set --namespace --requests --dsn-secret --since --from --to --armada-url --context --config --timeout --token --token-file --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2873,6 +2873,10 @@ _retryctl() {
                     ;;
                 --incident)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --contention)
+                    COMPREPLY=($(compgen -W "on off" -- "${cur}"))
                     return 0
                     ;;
                 --shard)
@@ -2995,7 +2999,7 @@ _retryctl() {
             return 0
             ;;
         retryctl__subcmd__suggest)
-            opts="-o -c -v -h -V --history --lookout-db --jobset --baseline-from-cluster --baseline-engine --scheduler-config --retry-policy --global-max-retries --default-policy --incidents --incident --allow-empty --skip-invalid --categorizer --min-trials --futile --max-limit --extrapolate --executor-config --executor-config-format --keep-categorizer --max-contradictions --exit-code --name --output --output-file --emit --shard-count --image --volume --armada-queue --emit-job-set --job-set --namespace --requests --dsn-secret --since --from --to --queue --baseline --shard --engine --backtest-at --armada-url --context --config --timeout --token --token-file --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
+            opts="-o -c -v -h -V --history --lookout-db --jobset --baseline-from-cluster --baseline-engine --scheduler-config --retry-policy --global-max-retries --default-policy --incidents --incident --contention --allow-empty --skip-invalid --categorizer --min-trials --futile --max-limit --extrapolate --executor-config --executor-config-format --keep-categorizer --max-contradictions --exit-code --name --output --output-file --emit --shard-count --image --volume --armada-queue --emit-job-set --job-set --namespace --requests --dsn-secret --since --from --to --queue --baseline --shard --engine --backtest-at --armada-url --context --config --timeout --token --token-file --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -3039,6 +3043,10 @@ _retryctl() {
                     ;;
                 --incident)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --contention)
+                    COMPREPLY=($(compgen -W "on off" -- "${cur}"))
                     return 0
                     ;;
                 --categorizer)
@@ -3201,7 +3209,7 @@ _retryctl() {
             return 0
             ;;
         retryctl__subcmd__tune)
-            opts="-f -R -o -c -v -h -V --filename --recursive --vary --history --lookout-db --queue --jobset --baseline --baseline-from-cluster --baseline-engine --scheduler-config --retry-policy --global-max-retries --default-policy --backtest-at --incidents --incident --shard --allow-empty --skip-invalid --categorizer --baseline-categorizer --max-lost --max-compute --max-contradictions --max-candidates --pick --force --exit-code --output --output-file --emit --shard-count --image --volume --armada-queue --emit-job-set --job-set --namespace --requests --dsn-secret --since --from --to --engine --armada-url --context --config --timeout --token --token-file --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
+            opts="-f -R -o -c -v -h -V --filename --recursive --vary --history --lookout-db --queue --jobset --baseline --baseline-from-cluster --baseline-engine --scheduler-config --retry-policy --global-max-retries --default-policy --backtest-at --incidents --incident --contention --shard --allow-empty --skip-invalid --categorizer --baseline-categorizer --max-lost --max-compute --max-contradictions --max-candidates --pick --force --exit-code --output --output-file --emit --shard-count --image --volume --armada-queue --emit-job-set --job-set --namespace --requests --dsn-secret --since --from --to --engine --armada-url --context --config --timeout --token --token-file --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -3269,6 +3277,10 @@ _retryctl() {
                     ;;
                 --incident)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --contention)
+                    COMPREPLY=($(compgen -W "on off" -- "${cur}"))
                     return 0
                     ;;
                 --shard)

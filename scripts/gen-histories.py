@@ -30,6 +30,11 @@ the same as without the flag.
 Python tracebacks, NCCL and CUDA errors, HTTP failures, with numbers, hex addresses and
 UUIDs, from 3,000 templates (a word of letters tells each apart, since numbers are masked
 by suggest's signatures) drawn with a long tail; the runs are the same as without the flag.
+`--contention` gives each job GPU and CPU requests (`job.resources`: 1, 2, 4 or 8 GPUs, 4 to
+32 cores) and each run a pool (`a100`, `h100`, `l40`: one a job, as a scheduler keeps a job in
+its pool) and a queue of up to 30 minutes (`queuedFor`) where it has none, so that retries
+and waits coincide (docs/contention.md's benchmark); with `--submitted` the jobs overlap in
+time. The runs' decisions are the same as without the flag.
 `--realistic` adds what real cluster data has: about 2% of jobs land a run on an avoided
 node (the scheduler relaxed anti-affinity), and about 1% have runs recorded after the job
 ended for good (a resubmission under the same id); `simulate` reports both on stderr.
@@ -136,6 +141,9 @@ def main():
     submitted = "--submitted" in sys.argv[1:]
     pending = "--pending" in sys.argv[1:]
     messages = "--messages" in sys.argv[1:]
+    contention = "--contention" in sys.argv[1:]
+    # Its own generator: the flag leaves every run's decision as it is.
+    crng = random.Random(13)
     every = next((float(a.split("=", 1)[1]) for a in sys.argv[1:] if a.startswith("--every=")), 2.0)
     # Their own generator: the messages leave every run as it is.
     mrng = random.Random(11)
@@ -176,6 +184,12 @@ def main():
             runs = [with_messages(mrng, r) for r in runs]
         record = {"job": {"id": f"job-{job:07d}", "queue": "ml-queue", "terminationGracePeriod": "30s"},
                   "runs": runs}
+        if contention:
+            record["job"]["resources"] = {"gpu": str(crng.choice([1, 2, 4, 8])), "cpu": str(crng.randrange(4, 33))}
+            pool = crng.choice(["a100", "a100", "h100", "l40"])
+            for r in runs:
+                r["pool"] = pool
+                r.setdefault("queuedFor", f"{crng.randrange(1800)}s")
         if submitted:
             at = start + datetime.timedelta(seconds=every * job)
             record["job"]["submittedAt"] = at.strftime("%Y-%m-%dT%H:%M:%SZ")

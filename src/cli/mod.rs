@@ -49,8 +49,8 @@ pub use max_contradictions::MaxContradictions;
 pub use merge::{MergeArgs, MergeOutput};
 pub use record::{HistoryArgs, HistoryOutput, WatchArgs};
 pub use replay::{
-    EngineArg, ExecutorConfigFormat, IncidentsArg, ReplayArgs, SchedulerArgs, SimulateArgs, SimulateOutput,
-    SuggestArgs, SuggestOutput, TuneArgs, TuneOutput, WindowArgs,
+    ContentionArg, EngineArg, ExecutorConfigFormat, IncidentsArg, ReplayArgs, SchedulerArgs, SimulateArgs,
+    SimulateOutput, SuggestArgs, SuggestOutput, TuneArgs, TuneOutput, WindowArgs,
 };
 pub use resources::{
     ApplyArgs, ClusterArgs, CreateArgs, CreateResource, DeleteArgs, DeleteFlags, DeletePolicyFlags, DeleteResource,

@@ -155,6 +155,12 @@ pub struct ReplayArgs {
     #[arg(long = "incident", value_name = "FROM/TO")]
     pub incident: Vec<String>,
 
+    /// Retries while others waited (docs/contention.md): `on` sums, from the record's times,
+    /// what the retries ran while other jobs' requests waited in their pool, for the record
+    /// and each side, and says it; `off` leaves the section out and the sums undone.
+    #[arg(long, value_enum, value_name = "MODE", default_value = "off")]
+    pub contention: ContentionArg,
+
     /// Replay only the jobs of shard I of N (`0/4`: files by byte range, stdin by FNV-1a of
     /// the job id, Lookout by a hash in its query, which needs `--to`); with `-o partial`,
     /// write the shard's part of the answer, which `retryctl merge` adds up.
@@ -170,6 +176,13 @@ pub struct ReplayArgs {
     /// say how many, and exit 0; without it they make the exit status 3.
     #[arg(long)]
     pub skip_invalid: bool,
+}
+
+/// `--contention`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ContentionArg {
+    On,
+    Off,
 }
 
 /// `--incidents`.

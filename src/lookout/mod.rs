@@ -13,6 +13,8 @@
 //!   (docs/serve.md), read-only.
 //! - [`api`]: Lookout's REST API, paged with skip/take.
 //! - [`export_source`]: an [`Export`] as a replay's source (`simulate --lookout-db`).
+//! - [`terminal`], [`present`]: `watch`'s reads, the jobs that ended and what waits and
+//!   retries now.
 //! - [`mapping`]: the rows → FailureHistory mapping, pure.
 //! - [`composed`], [`debug_doc`]: the executor's composed `error` text and its debug
 //!   document, read back into a run's containers, conditions and `events`; pure.
@@ -32,6 +34,7 @@ pub mod debug_doc;
 pub mod executor_text;
 pub mod export_source;
 pub mod mapping;
+pub mod present;
 pub mod terminal;
 
 use crate::model::failure_history::{FailureHistory, Timestamp};

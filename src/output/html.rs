@@ -22,6 +22,7 @@ use crate::engine::job_report::plural;
 use crate::model::failure_history::{Final, Outcome};
 use crate::replay::backtest::Backtest;
 use crate::replay::compare::{Comparison, JobDiff, Step, Steps};
+use crate::replay::contention::{OfComparison, Side as ContentionSide};
 use crate::replay::estimate::{Estimate, FailureClass, Rate};
 use crate::replay::sink::{Change, Estimates, Message, Needs, SideSummaries, Sink, Totals};
 use crate::replay::source::Progress;
@@ -32,10 +33,10 @@ use super::mode::{Baseline, Mode};
 use super::stderr::Stderr;
 use super::text::shown_lines;
 use super::words::{
-    backtest_details, backtest_sentence, category_changes_words, collisions_words, compute_recorded, estimate_shares,
-    expected_hours, failed_expectations, hours_changes, incidents_line, plan_sentence, recorded_replayed, runs_words,
-    seconds_words, shares, side_words, with_errors, CLUSTER_BASELINE, ESTIMATE_METHOD, PAST_THE_RECORD, PLAN_TITLE,
-    RETRIES_ONLY,
+    backtest_details, backtest_sentence, category_changes_words, collisions_words, comparison_sides, compute_recorded,
+    contention_words, estimate_shares, expected_hours, failed_expectations, hours_changes, incidents_line,
+    overlap_change_words, plan_sentence, recorded_replayed, runs_words, seconds_words, shares, side_words, with_errors,
+    CLUSTER_BASELINE, CONTENTION_NOTE, ESTIMATE_METHOD, PAST_THE_RECORD, PLAN_TITLE, RETRIES_ONLY,
 };
 use crate::replay::categorize::CategoryCounts;
 
@@ -394,6 +395,9 @@ fn plan_page(
     let failed_to_pending = plan_cards(&mut b, c, e);
     transitions_section(&mut b, c);
     costs_section(&mut b, c, e);
+    if let Some(s) = &c.contention {
+        comparison_contention(&mut b, s);
+    }
     if let Some(bt) = &e.backtest {
         backtest_section(&mut b, bt);
     }
@@ -725,6 +729,36 @@ fn categories(b: &mut String, c: &CategoryCounts, side: &str) {
     }
 }
 
+/// The contention section (docs/contention.md): each side's sentences, then a comparison's
+/// change of the overlap.
+fn contention(b: &mut String, sides: &[(&str, &ContentionSide)], changes: &[String]) {
+    let _ = writeln!(
+        b,
+        "<section><h2>Retries while others waited</h2>\n<p class=\"note\">{}.</p><ul>",
+        esc(&capitalized(CONTENTION_NOTE))
+    );
+    for (label, side) in sides {
+        let _ = writeln!(
+            b,
+            "<li><b>{label}</b>: {}</li>",
+            esc(&contention_words(side).join("; "))
+        );
+    }
+    for change in changes {
+        let _ = writeln!(b, "<li>{}</li>", esc(change));
+    }
+    b.push_str("</ul></section>\n");
+}
+
+/// A comparison's contention section (`simulate --baseline`, `suggest`).
+pub(crate) fn comparison_contention(b: &mut String, s: &OfComparison) {
+    contention(
+        b,
+        &comparison_sides(s),
+        &overlap_change_words(&s.baseline, &s.candidate),
+    );
+}
+
 fn replay_page(s: &Summary, e: &Estimates) -> String {
     let mut b = String::new();
     b.push_str("<header><h1>Replay of the failure history</h1>");
@@ -791,6 +825,9 @@ fn replay_page(s: &Summary, e: &Estimates) -> String {
         "jobs by outcome",
     ));
     b.push_str("</section>\n");
+    if let Some(c) = &s.contention {
+        contention(&mut b, &[("recorded", &c.recorded), ("replayed", &c.replayed)], &[]);
+    }
 
     let rules = rule_rows(s);
     b.push_str("<section><h2>Decisions per rule</h2>\n");

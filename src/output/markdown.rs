@@ -15,6 +15,7 @@ use std::io::{self, Write};
 use crate::engine::job_report::plural;
 use crate::replay::backtest::Backtest;
 use crate::replay::compare::{Comparison, JobDiff};
+use crate::replay::contention::{OfComparison, Side as ContentionSide};
 use crate::replay::estimate::Estimate;
 use crate::replay::sink::{Change, Estimates, Message, Needs, Sink, Totals};
 use crate::replay::source::Progress;
@@ -26,9 +27,10 @@ use super::stderr::Stderr;
 use super::text::shown;
 use super::words::{
     backtest_details, backtest_sentence, candidate_estimate_words, category_changes_words, collisions_words,
-    compute_recorded, estimate_words, expected_hours, expected_words, failed_expectations, hours_changes,
-    incidents_line, plan_sentence, rate_words, recorded_replayed, runs_words, seconds_words, side_words,
-    transition_note, with_errors, without_estimate, CLUSTER_BASELINE, ESTIMATE_METHOD, PLAN_TITLE, RETRIES_ONLY,
+    comparison_sides, compute_recorded, contention_words, estimate_words, expected_hours, expected_words,
+    failed_expectations, hours_changes, incidents_line, overlap_change_words, plan_sentence, rate_words,
+    recorded_replayed, runs_words, seconds_words, side_words, transition_note, with_errors, without_estimate,
+    CLUSTER_BASELINE, CONTENTION_NOTE, ESTIMATE_METHOD, PLAN_TITLE, RETRIES_ONLY,
 };
 use crate::replay::categorize::CategoryCounts;
 
@@ -216,6 +218,9 @@ fn plan(c: &Comparison, e: &Estimates, listed: &Listed<Row>, mode: Mode) -> Stri
     if let Some(line) = e.incidents.as_ref().and_then(incidents_line) {
         let _ = writeln!(m, "**Incidents:** {}.\n", text(&line));
     }
+    if let Some(s) = &c.contention {
+        comparison_contention(&mut m, s);
+    }
     if let Some(s) = &c.categories {
         for (side, counts) in [("baseline", &s.baseline), ("candidate", &s.candidate)] {
             categories(&mut m, counts, &format!("{side}: "));
@@ -285,6 +290,28 @@ fn categories(m: &mut String, c: &CategoryCounts, side: &str) {
     }
 }
 
+/// The contention section (docs/contention.md): each side's sentences, then a comparison's
+/// change of the overlap.
+fn contention(m: &mut String, sides: &[(&str, &ContentionSide)], changes: &[String]) {
+    let _ = writeln!(m, "\n**Retries while others waited** ({}):\n", text(CONTENTION_NOTE));
+    for (label, side) in sides {
+        let _ = writeln!(m, "- {label}: {}", text(&contention_words(side).join("; ")));
+    }
+    for change in changes {
+        let _ = writeln!(m, "- {}", text(change));
+    }
+}
+
+/// A comparison's contention section (`simulate --baseline`, `suggest`), then a blank line.
+pub(crate) fn comparison_contention(m: &mut String, s: &OfComparison) {
+    contention(
+        m,
+        &comparison_sides(s),
+        &overlap_change_words(&s.baseline, &s.candidate),
+    );
+    m.push('\n');
+}
+
 fn report(s: &Summary, e: &Estimates) -> String {
     let mut m = String::new();
     let _ = writeln!(
@@ -309,6 +336,9 @@ fn report(s: &Summary, e: &Estimates) -> String {
         s.total_delay,
         compute_recorded(s)
     );
+    if let Some(c) = &s.contention {
+        contention(&mut m, &[("recorded", &c.recorded), ("replayed", &c.replayed)], &[]);
+    }
     if s.expectation_failed_jobs > 0 {
         let _ = writeln!(
             m,

@@ -304,6 +304,9 @@ pub fn summary_json(s: &Summary, e: &Estimates) -> Value {
     if let (Some(c), Value::Object(m)) = (&s.categories, &mut v) {
         m.extend(categories_json(c));
     }
+    if let (Some(c), Value::Object(m)) = (&s.contention, &mut v) {
+        m.insert("contention".into(), json!(c));
+    }
     v
 }
 
@@ -480,6 +483,9 @@ pub fn comparison_totals_json(c: &Comparison, e: &Estimates) -> Map<String, Valu
             "categories".into(),
             json!({"baseline": categories_json(&s.baseline), "candidate": categories_json(&s.candidate)}),
         );
+    }
+    if let Some(s) = &c.contention {
+        m.insert("contention".into(), json!(s));
     }
     m
 }

@@ -18,6 +18,7 @@ use crate::model::quantity::format_bytes;
 use crate::replay::backtest::Backtest;
 use crate::replay::categorize::CategoryCounts;
 use crate::replay::compare::{Comparison, Transition};
+use crate::replay::contention::Side as ContentionSide;
 use crate::replay::sink::{Change, Estimates, Message, Needs, Sink, Totals};
 use crate::replay::source::Progress;
 use crate::replay::summary::Summary;
@@ -29,9 +30,10 @@ use super::stderr::Stderr;
 use super::text::shown;
 use super::words::{
     backtest_details, backtest_sentence, candidate_estimate_words, category_changes_items, collisions_words,
-    compute_recorded, estimate_words, expected_words, failed_expectations, hours_changes, incidents_line,
-    plan_sentence, recorded_replayed, runs_words, seconds_words, side_words, successes_words, transition_note,
-    with_errors, without_estimate, CLUSTER_BASELINE, METHOD_LINE, RETRIES_ONLY,
+    comparison_sides, compute_recorded, contention_words, estimate_words, expected_words, failed_expectations,
+    hours_changes, incidents_line, overlap_change_words, plan_sentence, recorded_replayed, runs_words, seconds_words,
+    side_words, successes_words, transition_note, with_errors, without_estimate, CLUSTER_BASELINE, CONTENTION_NOTE,
+    METHOD_LINE, RETRIES_ONLY,
 };
 use super::Style;
 
@@ -225,6 +227,9 @@ pub fn write_summary(out: &mut dyn Write, style: Style, s: &Summary, e: &Estimat
     if let Some(c) = &s.categories {
         write_categories(out, style, c, "")?;
     }
+    if let Some(c) = &s.contention {
+        write_contention(out, &[("recorded", &c.recorded), ("replayed", &c.replayed)], &[])?;
+    }
     if s.expectation_failed_jobs > 0 {
         let list = failed_expectations(s, |id| shown(id).into_owned());
         writeln!(
@@ -246,6 +251,26 @@ pub fn write_summary(out: &mut dyn Write, style: Style, s: &Summary, e: &Estimat
         )?;
     }
     write_errors(out, style, "  ", "not simulated", s.errors)
+}
+
+/// The contention section (docs/contention.md): each side's sentences under its label, then
+/// `changes`, a comparison's change of the overlap.
+pub fn write_contention(out: &mut dyn Write, sides: &[(&str, &ContentionSide)], changes: &[String]) -> io::Result<()> {
+    writeln!(out, "  contention: retries while others waited ({CONTENTION_NOTE})")?;
+    let width = sides.iter().map(|(label, _)| label.len()).max().unwrap_or(0) + 2;
+    let rest = " ".repeat(4 + width);
+    for (label, side) in sides {
+        for (i, sentence) in contention_words(side).iter().enumerate() {
+            let label = if i == 0 { format!("{label}:") } else { String::new() };
+            for line in lines::wrap(&format!("    {label:width$}"), &rest, sentence) {
+                writeln!(out, "{line}")?;
+            }
+        }
+    }
+    for change in changes {
+        writeln!(out, "    {change}")?;
+    }
+    Ok(())
 }
 
 /// The table's lines of a side's categorizer: its changes, its collisions, and the warning
@@ -304,6 +329,13 @@ pub fn write_comparison(out: &mut dyn Write, style: Style, c: &Comparison) -> io
     }
     if let Some(e) = &c.explained {
         writeln!(out, "  {}", e.words(|id| shown(id).into_owned()))?;
+    }
+    if let Some(s) = &c.contention {
+        write_contention(
+            out,
+            &comparison_sides(s),
+            &overlap_change_words(&s.baseline, &s.candidate),
+        )?;
     }
     if let Some(s) = &c.categories {
         write_categories(out, style, &s.baseline, "baseline: ")?;

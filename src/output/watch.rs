@@ -9,8 +9,9 @@
 
 use std::fmt::Write as _;
 
+use crate::lookout::present::Present;
 use crate::output::html::esc;
-use crate::watch::metrics::{Counters, Family, Unit, FAMILIES, VERDICTS};
+use crate::watch::metrics::{Counters, Family, Unit, FAMILIES, RESOURCES, VERDICTS};
 
 /// The format's content type.
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
@@ -26,6 +27,8 @@ pub struct Gauges<'a> {
     pub verdicts: &'a [(String, &'static str)],
     /// Whether the last hour of failures counted is an incident window.
     pub incident: bool,
+    /// What waits and retries now, as the last poll read Lookout (`None`: not read yet).
+    pub present: Option<&'a Present>,
 }
 
 /// `/metrics`' body: every family, its series and its gauges (the cursor's and the last
@@ -45,6 +48,10 @@ pub fn metrics(counters: &Counters, g: &Gauges<'_>) -> String {
         };
         if let Some(v) = gauge {
             let _ = writeln!(out, "{name} {}", number_of(family.unit(), v));
+            continue;
+        }
+        if let (Family::WaitingRequests | Family::RetryRequests, Some(p)) = (family, g.present) {
+            present(&mut out, family, p);
             continue;
         }
         if family == Family::ShadowVerdict {
@@ -82,6 +89,29 @@ pub fn metrics(counters: &Counters, g: &Gauges<'_>) -> String {
     out
 }
 
+/// The present's series of `family`: one per queue (and pool) and resource.
+fn present(out: &mut String, family: Family, p: &Present) {
+    let name = family.name();
+    let rows = match family {
+        Family::WaitingRequests => &p.waiting,
+        _ => &p.retrying,
+    };
+    for r in rows {
+        for (resource, v) in RESOURCES.iter().zip([r.gpu, r.cpu]) {
+            let pool = r
+                .pool
+                .as_deref()
+                .map(|p| format!("pool=\"{}\",", escaped(p)))
+                .unwrap_or_default();
+            let _ = writeln!(
+                out,
+                "{name}{{{pool}queue=\"{}\",resource=\"{resource}\"}} {v}",
+                escaped(&r.queue)
+            );
+        }
+    }
+}
+
 /// An integer of `unit` as the number it stands for: counts as they are, device time and
 /// timestamps in seconds (a decimal the format's parser reads, never an exponent).
 fn number_of(unit: Unit, n: i128) -> String {
@@ -114,6 +144,7 @@ fn escaped(v: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::lookout::present::Requests;
 
     #[test]
     fn every_family_is_named_before_any_series() {
@@ -145,8 +176,30 @@ mod tests {
             last_success: Some(1_700_000_001_250),
             verdicts: &verdicts,
             incident: false,
+            present: Some(&Present {
+                waiting: vec![Requests {
+                    pool: None,
+                    queue: "ml".into(),
+                    gpu: 7.0,
+                    cpu: 5.5,
+                }],
+                retrying: vec![Requests {
+                    pool: Some("a100".into()),
+                    queue: "m\"l".into(),
+                    gpu: 4.0,
+                    cpu: 0.25,
+                }],
+            }),
         };
         let text = metrics(&c, &g);
+        for line in [
+            "retryctl_watch_waiting_requests{queue=\"ml\",resource=\"gpu\"} 7\n",
+            "retryctl_watch_waiting_requests{queue=\"ml\",resource=\"cpu\"} 5.5\n",
+            "retryctl_watch_retry_requests{pool=\"a100\",queue=\"m\\\"l\",resource=\"gpu\"} 4\n",
+            "retryctl_watch_retry_requests{pool=\"a100\",queue=\"m\\\"l\",resource=\"cpu\"} 0.25\n",
+        ] {
+            assert!(text.contains(line), "{line}: {text}");
+        }
         for (v, one) in [("adopt", 0), ("keep", 0), ("reject", 1), ("inconclusive", 0)] {
             let line = format!("retryctl_watch_shadow_verdict{{candidate=\"c.yaml\",verdict=\"{v}\"}} {one}\n");
             assert!(text.contains(&line), "{text}");

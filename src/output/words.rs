@@ -371,3 +371,141 @@ pub const METHOD_LINE: &str = "(estimates: this history's share of failed runs w
 
 /// How the estimates are made, named once per output: what they assume.
 pub const ESTIMATE_METHOD: &str = "each Pending job's chance to succeed over the runs its policy has left (the engine followed on copies of its last failed run until it fails the job, at most 100 runs), from the share of failed runs of its failure class (its last failed run's category, else exit code, else condition) at the same depth (failed runs so far, 5+ together) whose next run succeeded, in this history; a level with fewer than 5 trials backs off to the class at any depth, then all classes at that depth, then all; (low–high): Wilson 95% bounds; runs assumed independent given class and depth, and a class the recorded policies never retried has no trials";
+
+/// What the contention section's numbers are, said by every format beside them
+/// (docs/contention.md).
+pub const CONTENTION_NOTE: &str =
+    "what coincided in the record's times; the queue another policy would have made is not modelled";
+
+/// Hours of a resource for reading, as the contention section says them: whole hours with
+/// thousands grouped from 100 on (`262,322`), else [`hours_words`].
+pub fn grouped_hours(h: f64) -> String {
+    if h < 0.0 {
+        return format!("−{}", grouped_hours(-h));
+    }
+    if h < 100.0 {
+        return hours_words(h);
+    }
+    let whole = format!("{h:.0}");
+    let mut out = String::new();
+    for (i, c) in whole.chars().enumerate() {
+        if i > 0 && (whole.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// ` (39.5%)`-style: `part` as a share of `whole`, one decimal; `None` of nothing.
+fn share_of(part: f64, whole: f64) -> Option<String> {
+    (whole > 0.0).then(|| format!("{:.1}%", 100.0 * part / whole))
+}
+
+/// One resource of a side's contention (docs/contention.md), what coincided in the record:
+/// `retries ran 262,322 GPU-h; 103,511 (39.5%) while other jobs' GPUs waited; overlap with
+/// waiting demand 17,623 GPU-h (47.3% of the 37,249 GPU-h that waited)`. Never what a
+/// change would give back: the queue another policy would make is not modelled.
+fn contention_sentence(r: &crate::replay::contention::Resource, unit: &str) -> String {
+    let (retry, queued) = (r.retry_hours, r.queued_hours);
+    let mut s = format!(
+        "retries ran {} {unit}-h; {}",
+        grouped_hours(retry),
+        grouped_hours(r.while_others_waited_hours)
+    );
+    if let Some(p) = share_of(r.while_others_waited_hours, retry) {
+        s.push_str(&format!(" ({p})"));
+    }
+    s.push_str(&format!(
+        " while other jobs' {unit}s waited; overlap with waiting demand {} {unit}-h",
+        grouped_hours(r.overlap_hours)
+    ));
+    match share_of(r.overlap_hours, queued) {
+        Some(p) => s.push_str(&format!(" ({p} of the {} {unit}-h that waited)", grouped_hours(queued))),
+        None => s.push_str(" (no job waited)"),
+    }
+    s
+}
+
+/// A side's contention in words, one sentence a resource any retry or wait holds (GPU, then
+/// CPU), then the retries after failures inside incident windows and the runs in no sum.
+pub fn contention_words(s: &crate::replay::contention::Side) -> Vec<String> {
+    let mut out = Vec::new();
+    let resources = [
+        ("GPU", &s.gpu, &s.in_incidents.gpu),
+        ("CPU", &s.cpu, &s.in_incidents.cpu),
+    ];
+    for (unit, r, inc) in resources {
+        if r.retry_hours == 0.0 && r.queued_hours == 0.0 {
+            continue;
+        }
+        out.push(contention_sentence(r, unit));
+        if inc.retry_hours > 0.0 {
+            out.push(format!(
+                "retries after failures inside incident windows held {} {unit}-h of that overlap, from {} of the retry {unit}-h",
+                grouped_hours(inc.overlap_hours),
+                share_of(inc.retry_hours, r.retry_hours).unwrap_or_default()
+            ));
+        }
+    }
+    if out.is_empty() {
+        out.push("no retry ran and no job waited with a GPU or CPU request".to_string());
+    }
+    let mut none = Vec::new();
+    if s.untimed_runs > 0 {
+        none.push(format!("{} untimed", plural(s.untimed_runs, "run", "runs")));
+    }
+    if s.not_placed_runs > 0 {
+        none.push(format!(
+            "{} past the record, not placed",
+            plural(s.not_placed_runs, "run", "runs")
+        ));
+    }
+    if !none.is_empty() {
+        out.push(format!("in no sum: {}", none.join(", ")));
+    }
+    out
+}
+
+/// A comparison's sides as the contention section labels them, in order.
+pub fn comparison_sides(
+    s: &crate::replay::contention::OfComparison,
+) -> [(&'static str, &crate::replay::contention::Side); 3] {
+    [
+        ("recorded", &s.recorded),
+        ("baseline", &s.baseline),
+        ("candidate", &s.candidate),
+    ]
+}
+
+/// The change of the overlap from one side to another, of each resource either holds:
+/// `overlap: baseline 17,623 → candidate 9,104 GPU-h (−8,519)`.
+pub fn overlap_change_words(
+    baseline: &crate::replay::contention::Side,
+    candidate: &crate::replay::contention::Side,
+) -> Vec<String> {
+    [
+        ("GPU", &baseline.gpu, &candidate.gpu),
+        ("CPU", &baseline.cpu, &candidate.cpu),
+    ]
+    .into_iter()
+    .filter(|(_, b, c)| b.overlap_hours > 0.0 || c.overlap_hours > 0.0 || b.queued_hours > 0.0 || c.queued_hours > 0.0)
+    .map(|(unit, b, c)| {
+        format!(
+            "overlap: baseline {} → candidate {} {unit}-h ({})",
+            grouped_hours(b.overlap_hours),
+            grouped_hours(c.overlap_hours),
+            signed_hours(c.overlap_hours - b.overlap_hours)
+        )
+    })
+    .collect()
+}
+
+/// A change of hours with its sign: `+12`, `−8,519`, `0`.
+pub fn signed_hours(h: f64) -> String {
+    match grouped_hours(h) {
+        z if z == "0" => z,
+        s if h > 0.0 => format!("+{s}"),
+        s => s,
+    }
+}

@@ -238,6 +238,10 @@ pub struct Comparison {
     /// nothing is added to what a replay without a categorizer prints or records.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub categories: Option<Box<SideCategories>>,
+    /// With contention on (docs/contention.md): the record's and each side's, swept once at
+    /// the end and set then; `None` when off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub contention: Option<Box<super::contention::OfComparison>>,
     /// Whether the baseline explains the record: the jobs replayed against it and those whose
     /// record contradicts it. `None` when the baseline is no policy the cluster ran (`suggest`
     /// without one), whose contradictions say nothing.
@@ -403,6 +407,9 @@ impl Comparison {
             *mine = mine.saturating_sub(theirs);
         }
         out.categories = None;
+        // Not a difference of sides: an overlap of part of the jobs is not the whole's less
+        // another part's.
+        out.contention = None;
         out
     }
 

@@ -63,6 +63,10 @@ pub struct Summary {
     /// and set once at the end; `None` without a categorizer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub categories: Option<Box<CategoryCounts>>,
+    /// With contention on (docs/contention.md): the record's and the replayed side's, swept
+    /// once at the end and set then; `None` when off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub contention: Option<Box<crate::replay::contention::OfReplay>>,
 }
 
 /// Drops what the summary does not read (the per-run texts, nodes, pod names), so that a

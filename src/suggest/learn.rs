@@ -153,6 +153,7 @@ pub fn learn_job(
             shard: None,
             explain: false,
             incidents: look.clone(),
+            contention: false,
         };
         unit.trials.add(history, origin, &options);
     }

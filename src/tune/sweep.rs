@@ -42,14 +42,15 @@ use crate::model::policy::Action;
 use crate::replay::backtest::Backtest;
 use crate::replay::categorize::{CategoryCounts, Reclassify};
 use crate::replay::compare::{JobDiff, Side, Transition};
+use crate::replay::contention::{OfComparison, Started};
 use crate::replay::estimate::{PendingSet, Rates};
 use crate::replay::explained::Explained;
 use crate::replay::parallel::{for_each_ordered, Decoded, Emitted, Processed};
 use crate::replay::partial::Recorder;
 use crate::replay::recorded::Recorded;
 use crate::replay::run::{
-    as_side, fallback, record, replay_classified, runs_left_matched, tally_job_with, CompareTally, Fallback, Fallbacks,
-    Finished, JobFacts, NoAnswer, NotReplayed, Options, SideAsks, TrialCount,
+    as_side, fallback, record, replay_classified, runs_left_matched, tally_job_with, Collect, CompareTally, Fallback,
+    Fallbacks, Finished, JobFacts, NoAnswer, NotReplayed, Options, SideAsks, Taken, TrialCount,
 };
 use crate::replay::sides::{Candidate, PolicySets};
 use crate::replay::sink::Message;
@@ -329,6 +330,11 @@ pub struct Tallies {
     /// runs); once per unit, 1.07× (1.41 s against 1.32 s).
     #[serde(skip)]
     unsettled: Option<Box<Unsettled>>,
+    /// With contention on: each job as the record holds it and the runs each arm, then each
+    /// settings group's baseline, starts of it. Never in a partial: a shard is refused with
+    /// contention on.
+    #[serde(skip)]
+    contention: Taken,
 }
 
 /// The category counts of a unit's jobs, by group ([`Tallies::unsettled`]).
@@ -725,6 +731,27 @@ impl Job<'_, '_> {
     ) {
         let (arms, groups, bases) = (self.arms, self.groups, self.bases);
         let facts = JobFacts::new(h);
+        if options.contention {
+            // Each arm's runs, then each settings group's baseline's: `SweepFold::finish`
+            // reads them in this order.
+            let arm = |i: usize| {
+                let o = &c.outcomes[c.which[i]].0;
+                Started {
+                    recorded: o.runs,
+                    beyond: c.lefts[i].unwrap_or(0),
+                }
+            };
+            let base = |b: &Base| Started {
+                recorded: b.side.runs,
+                beyond: if b.side.final_state == Final::Pending {
+                    b.side.runs_left
+                } else {
+                    0
+                },
+            };
+            let sides: Vec<Started> = (0..arms.len()).map(arm).chain(bases.iter().map(base)).collect();
+            part.contention.add(h, &sides);
+        }
         part.jobs += 1;
         part.trials.add(h, origin, options);
         let side = bases[0].side;
@@ -815,16 +842,23 @@ pub fn sweep<S: HistorySource>(
     listener: &mut dyn Listener,
 ) -> io::Result<Result<Swept, NoAnswer>> {
     let mut fold = SweepFold::new(listener, fallback_sim(sets).given(), sets.candidates.len());
+    if options.contention {
+        let groups = Groups::of(&sets.baseline, &sets.candidates);
+        fold.contention = Some((
+            Collect::new(sets.candidates.len() + groups.settings.len()),
+            groups.set_of,
+        ));
+    }
     pass(source, sets, shared, options, |e| match e {
         Emitted::Job(_, p) => fold.entry(p),
         Emitted::Unit(part, at) => {
             let mut part = part;
             part.settle();
-            fold.unit(&part, at);
+            fold.unit(&part, at)?;
             Ok(true)
         }
     })?;
-    Ok(fold.finish(options))
+    fold.finish(options)
 }
 
 /// [`sweep`] into a partial result (docs/past-one-machine.md): the jobs to list recorded, the shard's
@@ -860,6 +894,9 @@ pub struct SweepFold<'s> {
     errors: u64,
     fallbacks: Fallbacks,
     total: Tallies,
+    /// With contention on: one collector per arm, then per settings group's baseline, then
+    /// the record's; and each arm's settings group.
+    contention: Option<(Collect, Vec<usize>)>,
 }
 
 impl<'s> SweepFold<'s> {
@@ -872,12 +909,17 @@ impl<'s> SweepFold<'s> {
             errors: 0,
             fallbacks: Fallbacks::default(),
             total: Tallies::default(),
+            contention: None,
         }
     }
 
-    fn unit(&mut self, part: &Tallies, at: Progress) {
+    fn unit(&mut self, part: &Tallies, at: Progress) -> io::Result<()> {
         self.total.merge(part);
+        if let Some((c, _)) = &mut self.contention {
+            c.add(&part.contention)?;
+        }
         self.listener.progress(at);
+        Ok(())
     }
 
     /// A shard's tallies (`merge`); `used_given`: some job of it got the policies given.
@@ -931,17 +973,21 @@ impl<'s> SweepFold<'s> {
 
     /// The rates and the backtest, and every arm's tally; `Err`: `--backtest-at` has no
     /// answer.
-    pub fn finish(self, options: &Options) -> Result<Swept, NoAnswer> {
+    pub fn finish(self, options: &Options) -> io::Result<Result<Swept, NoAnswer>> {
         let SweepFold {
             arms,
             errors,
             fallbacks,
             total,
+            contention,
             ..
         } = self;
         let mut trials = total.trials;
         let recorded = std::mem::take(&mut trials.recorded);
-        let Finished { rates, backtest, seen } = trials.finish(options)?;
+        let Finished { rates, backtest, seen } = match trials.finish(options) {
+            Ok(f) => f,
+            Err(no) => return Ok(Err(no)),
+        };
         // A sum past 128 bits (the record's, or a candidate's compute added or removed)
         // refuses the history, as `simulate --baseline` refuses it: no figure is printed
         // from a sum that stopped adding.
@@ -950,7 +996,7 @@ impl<'s> SweepFold<'s> {
             .clone()
             .or_else(|| total.arms.iter().find_map(|a| a.comparison.overflow.clone()));
         if let Some(o) = overflow {
-            return Err(NoAnswer::Overflow(o));
+            return Ok(Err(NoAnswer::Overflow(o)));
         }
         let mut arms_out = total.arms;
         arms_out.resize_with(arms, CompareTally::default);
@@ -959,7 +1005,21 @@ impl<'s> SweepFold<'s> {
             // The record is every candidate's, as `simulate --baseline` prints it in each.
             a.comparison.recorded = recorded.clone();
         }
-        Ok(Swept {
+        if let Some((c, set_of)) = contention {
+            let mut sides = c.finish(seen.as_ref())?;
+            let recorded = sides.pop().unwrap_or_default();
+            let bases = sides.split_off(arms.min(sides.len()));
+            // Each candidate against its own settings group's baseline, as `simulate
+            // --baseline` compares them.
+            for ((a, candidate), g) in arms_out.iter_mut().zip(sides).zip(set_of) {
+                a.comparison.contention = Some(Box::new(OfComparison {
+                    recorded: recorded.clone(),
+                    baseline: bases.get(g).cloned().unwrap_or_default(),
+                    candidate,
+                }));
+            }
+        }
+        Ok(Ok(Swept {
             jobs: total.jobs,
             errors,
             baseline: total.baseline,
@@ -969,7 +1029,7 @@ impl<'s> SweepFold<'s> {
             incidents: seen,
             used_given: fallbacks.used_given,
             recorded,
-        })
+        }))
     }
 }
 

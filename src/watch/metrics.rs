@@ -63,6 +63,8 @@ pub enum Family {
     CursorTimestamp,
     LastPollSuccessTimestamp,
     PollErrors,
+    WaitingRequests,
+    RetryRequests,
 }
 
 /// What a family is: the one table of watch's metrics (docs/watch.md "What each metric
@@ -102,7 +104,7 @@ use Kind::{Counter, Gauge};
 use Unit::{Count, DeviceTime, Micros, Millis};
 
 /// Every family, in the order `/metrics` lists them (and of [`Family`]'s variants).
-pub const FAMILIES: [Spec; 17] = [
+pub const FAMILIES: [Spec; 19] = [
     spec(Family::Jobs, "retryctl_watch_jobs_total", Counter, Count, &["queue", "outcome"],
         "Jobs that reached a terminal state with a run to replay, by their outcome as Lookout recorded it."),
     spec(Family::Retries, "retryctl_watch_retries_total", Counter, Count, &["queue", "rule"],
@@ -137,7 +139,14 @@ pub const FAMILIES: [Spec; 17] = [
         "When a poll of Lookout last succeeded (seconds since the Unix epoch)."),
     spec(Family::PollErrors, "retryctl_watch_poll_errors_total", Counter, Count, &["reason"],
         "Polls that failed, and jobs a side could not replay, by reason."),
+    spec(Family::WaitingRequests, "retryctl_watch_waiting_requests", Gauge, Count, &["queue", "resource"],
+        "Requests of the jobs queued now, as the last poll read Lookout: GPUs, or CPU cores."),
+    spec(Family::RetryRequests, "retryctl_watch_retry_requests", Gauge, Count, &["pool", "queue", "resource"],
+        "Requests of the jobs whose run holding capacity now (leased, pending or running) is not their first, as the last poll read Lookout: GPUs, or CPU cores."),
 ];
+
+/// The `resource` label of the present's gauges.
+pub const RESOURCES: [&str; 2] = ["gpu", "cpu"];
 
 impl Family {
     /// Every family, in the order `/metrics` lists them.

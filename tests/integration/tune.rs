@@ -92,6 +92,8 @@ pub(crate) fn simulate_numbers(c: &Value) -> Value {
         "delay": c["delay"],
         "compute": c["compute"],
         "estimate": estimate,
+        // Retries while others waited: the candidate's side (docs/contention.md).
+        "contention": c["contention"]["candidate"],
     })
 }
 
@@ -103,6 +105,7 @@ pub(crate) fn tune_numbers(c: &Value) -> Value {
         "delay": c["delay"],
         "compute": c["compute"],
         "estimate": c["estimate"],
+        "contention": c["contention"],
     })
 }
 

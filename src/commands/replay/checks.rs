@@ -63,6 +63,21 @@ fn pod_name_warning(
     }
 }
 
+/// Contention on (docs/contention.md) with `--shard`, or with `--emit`, which runs the
+/// command as shards: refused. The sums are a sweep over every job's times at once, which no
+/// shard holds and a merge of shards' totals cannot make (docs/past-one-machine.md).
+pub fn contention_in_one_process(contention: bool, shard: bool, emit: bool) -> Result<(), CliError> {
+    let flag = match (contention, shard, emit) {
+        (true, true, _) => "`--shard` writes one shard's part of the answer",
+        (true, false, true) => "`--emit` runs the command as shards",
+        _ => return Ok(()),
+    };
+    Err(CliError::usage(format!(
+        "{flag}, and retries while others waited are summed over every job's times in one process: a merge of shards cannot sum them"
+    ))
+    .with_hint("pass `--contention off` to leave that section out, or run one process"))
+}
+
 /// `--backtest-at TIME`: an RFC 3339 time.
 pub fn parse_backtest_at(text: &str) -> Result<Timestamp, CliError> {
     super::lookout::time_flag("--backtest-at", text)

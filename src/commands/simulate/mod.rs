@@ -43,7 +43,9 @@ use std::io::Write;
 
 use crate::app::Context;
 use crate::cli::{SimulateArgs, SimulateOutput};
-use crate::commands::replay::checks::{backtest_refusal, not_replayed_code, said_after_replay};
+use crate::commands::replay::checks::{
+    backtest_refusal, contention_in_one_process, not_replayed_code, said_after_replay,
+};
 use crate::commands::replay::held::Held;
 use crate::commands::replay::sides::{resolve, CandidateFrom, ReplaySpec, Sides, SidesSpec};
 use crate::commands::replay::source::{self, check_flags, check_source, About, Open};
@@ -143,7 +145,9 @@ pub fn check(args: &SimulateArgs) -> Result<ReplaySpec, CliError> {
         args.categorizer.clone(),
         args.baseline_categorizer.clone(),
     );
-    ReplaySpec::of(&args.replay, sides)
+    let spec = ReplaySpec::of(&args.replay, sides)?;
+    contention_in_one_process(spec.contention, args.replay.shard.is_some(), args.emit.emit.is_some())?;
+    Ok(spec)
 }
 
 /// The replay (or, with a baseline, the comparison) into the sink of `-o`; `empty`: a history
@@ -167,6 +171,7 @@ fn drive<S: HistorySource>(
         shard: args.replay.shard,
         explain: sides.baseline.explains(),
         incidents: sides.spec.look().clone(),
+        contention: sides.spec.contention,
     };
     // `--allow-empty` on a history with no job: the table is the summary of 0 jobs, whatever
     // the source (a YAML file or stdin would print one table per job: none).

@@ -7,6 +7,7 @@
 
 use crate::app::Context;
 use crate::cli::{MergeArgs, MergeOutput};
+use crate::commands::replay::checks::contention_in_one_process;
 use crate::commands::replay::held::Held;
 use crate::commands::replay::merged::{
     add_folded, backtest_refused, for_each_entry, lookout_summary, missing, not_an_output, not_replayed, run_of,
@@ -32,12 +33,16 @@ pub fn merge(ctx: &mut Context, args: &MergeArgs, partials: &mut [Partial]) -> a
     }
     let run: SimulateRun = run_of(partials)?;
     let run = &run;
+    // No shard writes one with contention on; a partial that says so was not written by one,
+    // and its merge would lack the section one process prints.
+    contention_in_one_process(run.spec.contention, true, false)?;
     let format = Format::from(args.output);
     let options = Options {
         backtest_at: run.spec.backtest_time(),
         shard: None,
         explain: false,
         incidents: run.spec.look().clone(),
+        contention: false,
     };
     let mut held = Held::for_stdout(&mut *ctx.out, ctx.out_is_stdout)?;
     // The replay's messages too, until every partial's seal is checked (at its last

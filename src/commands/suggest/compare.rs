@@ -124,6 +124,7 @@ impl Suggest {
             shard: None,
             explain: false,
             incidents: self.sides.spec.look().clone(),
+            contention: false,
         };
         let finished = std::mem::take(&mut pass.learning.trials)
             .finish_with(&options, Some(detected))
@@ -206,6 +207,9 @@ impl Suggest {
             shard: None,
             explain: self.sides.baseline.explains(),
             incidents: Look::known(side.incidents.clone()),
+            // The whole history's comparison (the one whose rules are checked) says the
+            // contention; the backtest's later jobs' does not.
+            contention: self.sides.spec.contention && check.is_some(),
         };
         let mut out = doc.member(out, "comparison")?;
         let mut quiet = io::sink();
@@ -251,6 +255,7 @@ impl Suggest {
             shard: None,
             explain: false,
             incidents: Look::known(side.incidents.clone()),
+            contention: false,
         };
         let (mut quiet, mut nothing) = (io::sink(), io::sink());
         let stderr = Stderr::new(&mut quiet, style, None, false);

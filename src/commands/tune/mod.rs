@@ -33,7 +33,9 @@ use std::path::Path;
 
 use crate::app::Context;
 use crate::cli::{TuneArgs, TuneOutput};
-use crate::commands::replay::checks::{backtest_refusal, parse_max_compute, said_after_replay, shell_word};
+use crate::commands::replay::checks::{
+    backtest_refusal, contention_in_one_process, parse_max_compute, said_after_replay, shell_word,
+};
 use crate::commands::replay::held::Held;
 use crate::commands::replay::lookout::SET_LOOKOUT_DB;
 use crate::commands::replay::policy_set::{policy_set, Unusable};
@@ -197,6 +199,7 @@ pub fn run(ctx: &mut Context, args: &TuneArgs) -> anyhow::Result<ExitCode> {
             shard: replay.shard,
             explain: sides.baseline.explains(),
             incidents: sides.spec.look().clone(),
+            contention: sides.spec.contention,
         },
         template: &template,
         varies: &varies,
@@ -287,6 +290,7 @@ pub fn check(args: &TuneArgs) -> Result<Checked, CliError> {
     if args.source.files.is_empty() {
         return Err(CliError::usage("give the template's documents with `-f PATH`"));
     }
+    contention_in_one_process(sides.contention, replay.shard.is_some(), args.emit.emit.is_some())?;
     Ok(Checked {
         varies,
         pick,

@@ -7,7 +7,7 @@
 
 use crate::app::Context;
 use crate::cli::{MergeArgs, MergeOutput};
-use crate::commands::replay::checks::parse_max_compute;
+use crate::commands::replay::checks::{contention_in_one_process, parse_max_compute};
 use crate::commands::replay::merged::{
     add_totals, backtest_refused, damaged, for_each_entry, lookout_summary, missing, not_an_output, not_replayed,
     run_of,
@@ -36,11 +36,15 @@ pub fn merge(ctx: &mut Context, args: &MergeArgs, partials: &mut [Partial]) -> a
     let format = Format::from(args.output);
     let run: TuneRun = run_of(partials)?;
     let run = &run;
+    // No shard writes one with contention on; a partial that says so was not written by one,
+    // and its merge would lack the section one process prints.
+    contention_in_one_process(run.spec.contention, true, false)?;
     let options = Options {
         backtest_at: run.spec.backtest_time(),
         shard: None,
         explain: false,
         incidents: run.spec.look().clone(),
+        contention: false,
     };
     // What the shard's own parse accepted: another value was written in by hand.
     let max_compute = match run.max_compute.as_deref().map(parse_max_compute).transpose() {
@@ -81,7 +85,7 @@ pub fn merge(ctx: &mut Context, args: &MergeArgs, partials: &mut [Partial]) -> a
             item => fold.not_replayed(&not_replayed(p, item, "tune")?)?,
         })
     })?;
-    let swept = fold.finish(&options);
+    let swept = fold.finish(&options)?;
     listener.0.finish()?;
     drop(listener);
     // What the replay assumed of the scheduler, first, as one process says it; once every

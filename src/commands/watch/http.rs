@@ -88,6 +88,7 @@ async fn metrics(State(app): State<App>) -> Response {
             last_success: p.last_success,
             verdicts: &verdicts,
             incident: p.incident,
+            present: p.present.as_ref(),
         };
         crate::output::watch::metrics(&p.counters, &gauges)
     };

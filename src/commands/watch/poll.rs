@@ -7,7 +7,8 @@
 //! `/metrics` never serves what the file does not hold.
 //!
 //! Owns: a poll (the waiting jobs read again by id, the pages from [`read_from`], the jobs of
-//! the span read again skipped, the next page's keys read while a page replays), the gate
+//! the span read again skipped, the next page's keys read while a page replays, then what
+//! waits and retries now, `lookout::present`, for its gauges), the gate
 //! that holds back a job whose record is not complete (Lookout's ingester writes a job's
 //! terminal state before its runs) until `--settle` after it was first read, the two
 //! connections (one for the pages' keys, one for their rows; kept between polls, made again
@@ -23,6 +24,7 @@ use tokio::sync::mpsc::Sender;
 use crate::lookout::db::{self, Db};
 use crate::lookout::export_source::ExportSource;
 use crate::lookout::mapping::record_complete;
+use crate::lookout::present::present;
 use crate::lookout::terminal::{self, Span, Terminal};
 use crate::lookout::{Export, Item, JobStream};
 use crate::model::failure_history::Timestamp;
@@ -261,9 +263,13 @@ impl Poller {
             let st = self.state();
             read_from(st.cursor.as_ref(), st.start)
         };
-        let result = self.pages_from(&db, &keys_db, from, now, &mut polled);
+        let result = self
+            .pages_from(&db, &keys_db, from, now, &mut polled)
+            .and_then(|()| present(&keys_db, &self.watched.queues).map_err(|e| Failed::new(Reason::Read, e)));
         self.keys_db = Some(keys_db);
-        result?;
+        let present = result?;
+        // Published with the state the poll's end saves.
+        self.shared.published.lock().unwrap_or_else(|e| e.into_inner()).present = Some(present);
         polled.waiting = self.state().waiting.len();
         Ok(polled)
     }

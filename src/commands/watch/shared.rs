@@ -72,6 +72,8 @@ pub(super) struct Published {
     pub(super) verdicts: Vec<(String, Verdict, String)>,
     /// Whether the hour of the last job counted is an incident window.
     pub(super) incident: bool,
+    /// What waits and retries now, as the last poll read it: gauges, not kept in `--state`.
+    pub(super) present: Option<crate::lookout::present::Present>,
 }
 
 /// What the poller, the HTTP handlers and the shutdown share.
@@ -99,7 +101,10 @@ impl Shared {
             write_whole_with(&self.path, Mode::New, |out| st.write_json(out))?;
             self.publishable(&st)
         };
-        *self.published.lock().unwrap_or_else(|e| e.into_inner()) = published;
+        let mut p = self.published.lock().unwrap_or_else(|e| e.into_inner());
+        // The present is the last poll's read of Lookout, not the state's: it stays.
+        let present = p.present.take();
+        *p = Published { present, ..published };
         Ok(())
     }
 
@@ -118,6 +123,7 @@ impl Shared {
                     .is_incident_hour(c.at, now.saturating_sub(self.rule.window).max(st.start)),
                 None => false,
             },
+            present: None,
         }
     }
 }

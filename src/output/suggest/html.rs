@@ -7,7 +7,7 @@
 use std::fmt::Write as _;
 
 use crate::engine::job_report::plural;
-use crate::output::html::esc;
+use crate::output::html::{comparison_contention, esc};
 use crate::output::text::shown;
 use crate::output::words::plan_sentence;
 use crate::replay::compare::hours;
@@ -51,6 +51,9 @@ pub(super) fn html(
     }
     for q in r.queues.iter().filter(|q| q.changed > 0) {
         let _ = writeln!(b, "<p class=\"observed\">{}</p>", esc(&q.words()));
+    }
+    if let Some(s) = &c.contention {
+        comparison_contention(&mut b, s);
     }
     if let Some(line) = whole.estimates.as_ref().and_then(|e| estimated(c, e)) {
         let _ = writeln!(

@@ -6,7 +6,7 @@
 use std::fmt::Write as _;
 
 use crate::engine::job_report::plural;
-use crate::output::markdown::{code_span, text as md};
+use crate::output::markdown::{code_span, comparison_contention, text as md};
 use crate::output::words::plan_sentence;
 use crate::suggest::verdict::{Decision, Judgement};
 
@@ -42,6 +42,9 @@ pub(super) fn markdown(
     let _ = writeln!(m, "**Observed against the baseline:** {}.\n", observed(c));
     if let Some(x) = &c.explained {
         let _ = writeln!(m, "**Baseline:** {}.\n", x.words(code_span));
+    }
+    if let Some(s) = &c.contention {
+        comparison_contention(&mut m, s);
     }
     if let Some(line) = whole.estimates.as_ref().and_then(|e| estimated(c, e)) {
         let _ = writeln!(m, "**Estimated** (not observed): {}.\n", md(&line));

@@ -80,6 +80,9 @@ pub(super) fn html(view: &TuneView<'_>) -> String {
         b.push_str("</tr>\n");
     }
     b.push_str("</table>");
+    if with_contention(r) {
+        let _ = write!(b, "<p class=\"note\">{}.</p>", esc(OVERLAP_NOTE));
+    }
     if r.candidates.len() > TOP {
         let _ = write!(
             b,

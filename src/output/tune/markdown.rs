@@ -78,6 +78,9 @@ pub(super) fn markdown(view: &TuneView<'_>) -> String {
     if let Some(b) = view.backtest {
         let _ = writeln!(m, "\n{}", markdown::backtest_line(b));
     }
+    if with_contention(view.ranked) {
+        let _ = writeln!(m, "\n<sub>{}.</sub>", markdown_text(OVERLAP_NOTE));
+    }
     let _ = writeln!(
         m,
         "\n<sub>EXPECTED: succeeded + Σ the estimated chance of each Pending job; COST: compute added − removed + expected, against the baseline; * recommended. {}</sub>",

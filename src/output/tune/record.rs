@@ -59,6 +59,9 @@ pub(super) fn candidate_json(s: &Scored, categorized: bool) -> Value {
     if let (true, Value::Object(m)) = (categorized, &mut v) {
         m.insert("collisions".into(), json!(collisions(s)));
     }
+    if let (Some(k), Value::Object(m)) = (&c.contention, &mut v) {
+        m.insert("contention".into(), json!(k.candidate));
+    }
     v
 }
 

@@ -33,6 +33,10 @@ pub(super) fn top_rows(view: &TuneView<'_>) -> (Vec<String>, Vec<Vec<String>>) {
     if view.categorized {
         header.push("COLLISIONS".into());
     }
+    let contention = with_contention(r);
+    if contention {
+        header.push("OVERLAP".into());
+    }
     header.push("FRONTIER".into());
     let rows = r
         .order
@@ -66,6 +70,9 @@ pub(super) fn top_rows(view: &TuneView<'_>) -> (Vec<String>, Vec<Vec<String>>) {
             }
             if view.categorized {
                 row.push(collisions(s).to_string());
+            }
+            if contention {
+                row.push(overlap_change(s).unwrap_or_default());
             }
             row.push(if s.frontier { "yes" } else { "" }.to_string());
             row
@@ -150,6 +157,9 @@ pub(super) fn write_table(view: &TuneView<'_>, style: Style, out: &mut dyn Write
         ) {
             writeln!(out, "{line}")?;
         }
+    }
+    if with_contention(r) {
+        writeln!(out, "({OVERLAP_NOTE})")?;
     }
     writeln!(
         out,

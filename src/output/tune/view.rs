@@ -10,7 +10,7 @@ use crate::replay::compare::hours;
 use crate::tune::rank::{Excluded, Ranked, Scored};
 use crate::tune::CandidateError;
 
-use crate::output::words::seconds_words;
+use crate::output::words::{seconds_words, signed_hours};
 
 /// Candidates the table, markdown and html list at most, in the recommendation order.
 pub const TOP: usize = 20;
@@ -98,6 +98,24 @@ pub(super) fn with_gpus(r: &Ranked) -> bool {
 pub(super) fn gpu_hours(s: &Scored) -> f64 {
     let c = &s.tally.comparison;
     hours(c.gpu_added) - hours(c.gpu_removed) + s.pending.gpu_hours
+}
+
+/// Whether the candidates carry their contention (docs/contention.md): on unless
+/// `--contention off`.
+pub(super) fn with_contention(r: &Ranked) -> bool {
+    r.candidates.iter().any(|s| s.tally.comparison.contention.is_some())
+}
+
+/// The change of a candidate's overlap with other jobs' waiting demand against its baseline:
+/// in GPU-hours where any job waits or retries with a GPU, else in CPU-hours.
+pub(super) fn overlap_change(s: &Scored) -> Option<String> {
+    let c = s.tally.comparison.contention.as_ref()?;
+    let holds = |r: &crate::replay::contention::Resource| r.queued_hours > 0.0 || r.retry_hours > 0.0;
+    let (b, k, unit) = match holds(&c.baseline.gpu) || holds(&c.candidate.gpu) {
+        true => (&c.baseline.gpu, &c.candidate.gpu, "GPU-h"),
+        false => (&c.baseline.cpu, &c.candidate.cpu, "CPU-h"),
+    };
+    Some(format!("{} {unit}", signed_hours(k.overlap_hours - b.overlap_hours)))
 }
 
 /// The candidate's collisions: its Retry decisions on runs whose pod the executor keeps

@@ -14,6 +14,9 @@ use crate::output::words::{recorded_words, seconds_words, signed_nanos};
 
 use super::view::*;
 
+/// What the OVERLAP column says (docs/contention.md), under every format's table.
+pub(super) const OVERLAP_NOTE: &str = "OVERLAP: the change of the retries' overlap with other jobs' waiting demand against the baseline, what coincided in the record's times; the queue another policy would have made is not modelled";
+
 /// The recommended candidate's values as `--vary` names them (`ml:spec.retryLimit=3`), or
 /// `None` without a recommendation.
 pub(super) fn recommended_values(view: &TuneView<'_>) -> Option<Vec<String>> {

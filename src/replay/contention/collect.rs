@@ -9,8 +9,8 @@ use std::io;
 
 use crate::replay::incidents::Windows;
 
-use super::events::{events, Counts, Event, Names};
-use super::job::JobRuns;
+use super::events::{events, events_started, Counts, Event, Names};
+use super::job::{JobRuns, Started};
 use super::spill::Spill;
 use super::sweep::{Sweep, Tally};
 
@@ -34,8 +34,19 @@ impl Contention {
 
     /// One job's runs, as its side starts them.
     pub fn add(&mut self, job: &JobRuns) -> io::Result<()> {
+        let started = Started {
+            recorded: job.runs.len(),
+            beyond: job.beyond,
+        };
+        self.add_started(job, started)
+    }
+
+    /// One job as the side that starts `started` of the record's runs (`job`, made with
+    /// [`Started::record`]) sees it: the same as [`Contention::add`] of
+    /// `JobRuns::of(history, started)`.
+    pub fn add_started(&mut self, job: &JobRuns, started: Started) -> io::Result<()> {
         self.scratch.clear();
-        let counts = events(job, &mut self.names, &mut self.scratch);
+        let counts = events_started(job, started, &mut self.names, &mut self.scratch);
         self.counts.add(&counts);
         for e in self.scratch.drain(..) {
             self.spill.push(e)?;

@@ -2,13 +2,13 @@
 //! or running as a retry, in which pool, for which queue.
 //!
 //! Owns: [`Event`] (and its fixed-width bytes, for the sort's temporary file), [`Names`] (the
-//! queues and pools, numbered as met) and [`events`] (one job → its events and counts: the
+//! queues and pools, numbered as met) and [`events`], [`events_started`] (one job → its events and counts: the
 //! waits of docs/contention.md "Waiting", the retries of "Retries"). Pure. Must not: sort or
 //! add anything up (that is the sweep's).
 
 use std::collections::HashMap;
 
-use super::job::JobRuns;
+use super::job::{JobRuns, Started};
 
 /// What happens at an event's time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -144,10 +144,23 @@ impl Counts {
 /// time is not known, and in no sum; waits of one job that overlap in a pool (runs out of
 /// order in the record) are one. A job that requests neither GPU nor CPU adds no event.
 pub fn events(job: &JobRuns, names: &mut Names, out: &mut Vec<Event>) -> Counts {
+    let started = Started {
+        recorded: job.runs.len(),
+        beyond: job.beyond,
+    };
+    events_started(job, started, names, out)
+}
+
+/// [`events`] of `job` as the side that starts `started` sees it: the first
+/// `started.recorded` of the runs `job` holds (the record's, [`Started::record`]), then
+/// `started.beyond`. What [`events`] gives of `JobRuns::of` the history with `started`,
+/// without reading the history again for each side.
+pub fn events_started(job: &JobRuns, started: Started, names: &mut Names, out: &mut Vec<Event>) -> Counts {
+    let runs = &job.runs[..started.recorded.min(job.runs.len())];
     let counts = Counts {
-        retry_runs: job.runs.len().saturating_sub(1) as u64,
-        untimed_runs: job.runs.iter().filter(|r| r.span.is_none()).count() as u64,
-        not_placed_runs: u64::from(job.beyond),
+        retry_runs: runs.len().saturating_sub(1) as u64,
+        untimed_runs: runs.iter().filter(|r| r.span.is_none()).count() as u64,
+        not_placed_runs: u64::from(started.beyond),
     };
     if job.gpu == 0 && job.cpu == 0 {
         return counts;
@@ -167,7 +180,7 @@ pub fn events(job: &JobRuns, names: &mut Names, out: &mut Vec<Event>) -> Counts 
     let mut waits: Vec<(i64, i64, u32)> = Vec::new();
     let mut retries: Vec<(i64, i64, u32)> = Vec::new();
     let mut previous_end = job.submitted;
-    for (k, run) in job.runs.iter().enumerate() {
+    for (k, run) in runs.iter().enumerate() {
         let pool = names.pool(&run.pool);
         let Some((start, end)) = run.span else {
             previous_end = None;

@@ -45,9 +45,9 @@ mod spill;
 mod sweep;
 
 pub use collect::{tally, Contention};
-pub use events::{Counts, Event, Kind, Names};
+pub use events::{events_started, Counts, Event, Kind, Names};
 pub use job::{run_spans, JobRuns, RunSpan, Started, DEFAULT_POOL};
-pub use side::{InIncidents, IncidentHours, Resource, Side};
+pub use side::{InIncidents, IncidentHours, OfComparison, OfReplay, Resource, Side};
 pub use spill::Spill;
 pub use sweep::{Sums, Sweep, Tally};
 

@@ -96,3 +96,21 @@ impl Side {
         }
     }
 }
+
+/// A plain replay's contention (`simulate`'s one policy): the record's, and the side that
+/// policy replays.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct OfReplay {
+    pub recorded: Side,
+    pub replayed: Side,
+}
+
+/// A comparison's contention: the record's, and each side's.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct OfComparison {
+    pub recorded: Side,
+    pub baseline: Side,
+    pub candidate: Side,
+}

@@ -202,6 +202,23 @@ fn a_side_counts_the_runs_it_starts() {
         (side.gpu.overlap_hours, side.retry_runs, side.not_placed_runs),
         (1.0, 1, 3)
     );
+    // A side's runs taken from the record's give the side's numbers read from the history.
+    let whole = JobRuns::of(&histories[0], Started::record(&histories[0]), &mut ends);
+    for (started, side) in [
+        (Started { recorded: 1, beyond: 0 }, &stops),
+        (Started { recorded: 2, beyond: 3 }, &more),
+    ] {
+        let (mut cut, mut read) = (Contention::default(), Contention::default());
+        cut.add_started(&whole, started).unwrap();
+        cut.add(&b).unwrap();
+        read.add(side).unwrap();
+        read.add(&b).unwrap();
+        let windows = Windows::default();
+        assert_eq!(
+            Side::of(&cut.finish(&windows).unwrap()),
+            Side::of(&read.finish(&windows).unwrap())
+        );
+    }
 }
 
 /// A run nothing places (no `startedAt`, no `submittedAt`) is counted, in no sum; so is a wait

@@ -11,6 +11,7 @@ use std::io;
 use crate::engine::{Detail, JobReport};
 use crate::model::failure_history::{FailureHistory, Final};
 use crate::replay::compare::{Comparison, JobDiff, Side, Steps, Transition};
+use crate::replay::contention::OfComparison;
 use crate::replay::fallback::{fallback, Fallback, Fallbacks};
 use crate::replay::parallel::{for_each_ordered, Decoded, Emitted, Processed};
 use crate::replay::sides::OneCandidate;
@@ -19,6 +20,7 @@ use crate::replay::source::{HistorySource, Progress};
 use crate::replay::spool::{Changed, Spool};
 
 use super::compared::{compare_job, Asks, JobCompared, SideCounts};
+use super::contention::{started, Collect};
 use super::counts::{categories, tally_job_with, Folded, Part};
 use super::job::JobFacts;
 use super::options::{NoAnswer, Options};
@@ -119,6 +121,9 @@ pub fn compare_inspected<S: HistorySource>(
                 .is_none_or(|cut| cut.wanted(Transition::between(sb.final_state, sc.final_state), origin.pos()))
         };
         let steps = (changed && needs.steps && wanted()).then(|| Box::new(Steps::new(h, &b, &c)));
+        if options.contention {
+            part.contention.add(h, &[started(&b, b_left), started(&c, c_left)]);
+        }
         let facts = JobFacts::new(h);
         let mut diff = JobDiff::new(&b, c);
         if let Some(left) = b_left {
@@ -156,12 +161,10 @@ fn fold_compared<S: HistorySource>(
         Out::Sink(sink) => {
             let mut fold = CompareFold::new(sink, given)?;
             fold.categorized(categorized);
+            fold.contention(options.contention);
             for_each_ordered(source, options.shard, work, |e| match e {
                 Emitted::Job(_, p) => fold.entry(p),
-                Emitted::Unit(part, at) => {
-                    fold.unit(part, at);
-                    Ok(true)
-                }
+                Emitted::Unit(part, at) => fold.unit(part, at).map(|()| true),
             })?;
             fold.finish(options)
         }
@@ -206,6 +209,8 @@ pub struct CompareFold<'s> {
     spool: Spool,
     stopped: bool,
     categorized: bool,
+    /// With contention on: the baseline's collector, the candidate's, then the record's.
+    contention: Option<Collect>,
 }
 
 impl<'s> CompareFold<'s> {
@@ -213,6 +218,11 @@ impl<'s> CompareFold<'s> {
     /// no job was counted.
     pub fn categorized(&mut self, yes: bool) {
         self.categorized = yes;
+    }
+
+    /// Collect the contention of the record and of each side (docs/contention.md).
+    pub fn contention(&mut self, on: bool) {
+        self.contention = on.then(|| Collect::new(2));
     }
 
     /// `given`: the candidate's policies for a job without its queue's.
@@ -229,16 +239,21 @@ impl<'s> CompareFold<'s> {
             spool: Spool::default(),
             stopped: false,
             categorized: false,
+            contention: None,
         })
     }
 
-    fn unit(&mut self, part: Part, at: Progress) {
+    fn unit(&mut self, part: Part, at: Progress) -> io::Result<()> {
         self.folded.add(&part);
+        if let Some(c) = &mut self.contention {
+            c.add(&part.contention)?;
+        }
         if self.needs.breakdowns {
             self.folded.sides.baseline.merge(part.baseline);
             self.folded.sides.candidate.merge(part.summary);
         }
         self.sink.progress(at);
+        Ok(())
     }
 
     /// A shard's totals (`merge`); `used_given`: some job of it got the policies given.
@@ -326,6 +341,7 @@ impl<'s> CompareFold<'s> {
             spool,
             stopped,
             categorized,
+            contention,
             ..
         } = self;
         let used_given = fallbacks.used_given;
@@ -358,6 +374,17 @@ impl<'s> CompareFold<'s> {
         }
         if categorized && comparison.categories.is_none() {
             comparison.categories = Some(Box::default());
+        }
+        if let Some(c) = contention {
+            let mut sides = c.finish(estimates.incidents.as_ref())?;
+            let recorded = sides.pop().unwrap_or_default();
+            let candidate = sides.pop().unwrap_or_default();
+            let baseline = sides.pop().unwrap_or_default();
+            comparison.contention = Some(Box::new(OfComparison {
+                recorded,
+                baseline,
+                candidate,
+            }));
         }
         if !stopped {
             spool.drain(|ch| {

@@ -20,6 +20,7 @@ use crate::replay::sink::{Estimates, Needs, SideSummaries};
 use crate::replay::source::{Origin, Pos};
 use crate::replay::summary::Summary;
 
+use super::contention::Taken;
 use super::job::{runs_left_matched, JobFacts};
 use super::options::{NoAnswer, Options};
 
@@ -327,6 +328,8 @@ pub(super) struct Part {
     pub(super) tally: CompareTally,
     /// The worker's scratch for classifying a history in place (with a categorizer only).
     pub(super) reclassify: Reclassify,
+    /// With contention on: each job's runs as the record and each side start them.
+    pub(super) contention: Taken,
 }
 
 /// The categorizers' counts of a part (`part.tally`), made on the first job that has one. A

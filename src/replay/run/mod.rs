@@ -19,12 +19,15 @@
 //! ([`compare`], [`CompareFold`]); `compared` (one job under every side: [`compare_job`]);
 //! `side` (the per-side step, classify → replay → runs left, collisions → restore, that
 //! `compare_job`, the plain replay and `tune`'s sweep run: [`replay_side`], [`as_side`]);
-//! `job` (one job's replay and its estimates: [`replay_job`], [`runs_left`]).
+//! `job` (one job's replay and its estimates: [`replay_job`], [`runs_left`]); `contention`
+//! (each side's runs as the contention sweep reads them, collected in input order and swept
+//! at the end).
 
 pub use super::fallback::{fallback, Fallback, Fallbacks};
 
 mod baseline;
 mod compared;
+mod contention;
 mod counts;
 mod job;
 mod options;
@@ -34,6 +37,7 @@ mod side;
 
 pub use baseline::{compare, compare_inspected, CompareFold, Inspect};
 pub use compared::{compare_job, Asks, JobCompared, SideCounts};
+pub use contention::{started, Collect, Taken};
 pub use counts::{tally_job, tally_job_with, CompareTally, Finished, Folded, IncidentCount, TrialCount, LOST_NAMED};
 pub use job::{replay_job, replay_job_detailed, runs_left, runs_left_after, runs_left_matched, JobFacts};
 pub use options::{NoAnswer, Options};

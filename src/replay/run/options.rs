@@ -19,6 +19,9 @@ pub struct Options {
     /// Incident windows (docs/reference/suggest.md "Incidents"): those known, whose failed
     /// runs' trials the estimates leave out, and whether to find more.
     pub incidents: Look,
+    /// Retries while others waited (docs/contention.md): the record's and each side's,
+    /// swept at the end; off: not collected.
+    pub contention: bool,
 }
 
 /// Why a replay has no answer to print: `--backtest-at` has none (a usage error,

@@ -10,12 +10,14 @@ use std::io;
 use crate::engine::simulator::Simulator;
 use crate::engine::{Detail, JobReport};
 use crate::model::failure_history::FailureHistory;
+use crate::replay::contention::OfReplay;
 use crate::replay::fallback::{fallback, Fallback, Fallbacks};
 use crate::replay::parallel::{for_each_ordered, Decoded, Emitted, Processed};
 use crate::replay::sink::{Message, Needs, Sink, Totals};
 use crate::replay::source::{HistorySource, Progress};
 use crate::replay::summary::{keep_summary_fields, Summary};
 
+use super::contention::{started, Collect};
 use super::counts::{categories, Folded, Part};
 use super::job::JobFacts;
 use super::options::{NoAnswer, Options};
@@ -61,6 +63,9 @@ pub fn replay<S: HistorySource>(
         let history: &FailureHistory = history;
         let f = fallback(sim, history);
         part.trials.add(history, origin, options);
+        if options.contention {
+            part.contention.add(history, &[started(&report, left)]);
+        }
         if let Some(left) = left {
             let facts = JobFacts::new(history);
             let class = facts.class();
@@ -91,12 +96,10 @@ pub fn replay<S: HistorySource>(
         Out::Sink(sink) => {
             let mut fold = ReplayFold::new(sink, sim.given())?;
             fold.categorized(sim.categorizer().is_some());
+            fold.contention(options.contention);
             for_each_ordered(source, options.shard, work, |e| match e {
                 Emitted::Job(_, p) => fold.entry(p),
-                Emitted::Unit(part, at) => {
-                    fold.unit(part, at);
-                    Ok(true)
-                }
+                Emitted::Unit(part, at) => fold.unit(part, at).map(|()| true),
             })?;
             fold.finish(options)
         }
@@ -134,6 +137,8 @@ pub struct ReplayFold<'s> {
     folded: Folded,
     fallbacks: Fallbacks,
     categorized: bool,
+    /// With contention on: the replayed side's collector, then the record's.
+    contention: Option<Collect>,
 }
 
 impl<'s> ReplayFold<'s> {
@@ -141,6 +146,11 @@ impl<'s> ReplayFold<'s> {
     /// job was counted.
     pub fn categorized(&mut self, yes: bool) {
         self.categorized = yes;
+    }
+
+    /// Collect the contention of the record and the replayed side (docs/contention.md).
+    pub fn contention(&mut self, on: bool) {
+        self.contention = on.then(|| Collect::new(1));
     }
 
     /// `given`: the policies a job without its queue's gets (`--retry-policy`, else every
@@ -156,13 +166,18 @@ impl<'s> ReplayFold<'s> {
             folded: Folded::default(),
             fallbacks: Fallbacks::default(),
             categorized: false,
+            contention: None,
         })
     }
 
-    fn unit(&mut self, part: Part, at: Progress) {
+    fn unit(&mut self, part: Part, at: Progress) -> io::Result<()> {
         self.folded.add(&part);
+        if let Some(c) = &mut self.contention {
+            c.add(&part.contention)?;
+        }
         self.summary.merge(part.summary);
         self.sink.progress(at);
+        Ok(())
     }
 
     /// A shard's totals (`merge`); `used_given`: some job of it got the policies given.
@@ -232,6 +247,7 @@ impl<'s> ReplayFold<'s> {
             folded,
             fallbacks,
             categorized,
+            contention,
             ..
         } = self;
         let used_given = fallbacks.used_given;
@@ -251,6 +267,12 @@ impl<'s> ReplayFold<'s> {
                 })
             }
         };
+        if let Some(c) = contention {
+            let mut sides = c.finish(estimates.incidents.as_ref())?;
+            let recorded = sides.pop().unwrap_or_default();
+            let replayed = sides.pop().unwrap_or_default();
+            summary.contention = Some(Box::new(OfReplay { recorded, replayed }));
+        }
         if let Some(o) = summary.overflow.clone().or_else(|| summary.recorded.overflow.clone()) {
             return Ok(Replayed {
                 summary,

@@ -1,7 +1,8 @@
 //! What a verb's command line says, before anything is read: of its sides ([`SidesSpec`]:
 //! where the baseline's and each of its N candidates' documents come from, which flag names
 //! which side's categorizer, the engines, the scheduler's settings), and of its replay
-//! ([`ReplaySpec`]: those sides, `--queue`, `--backtest-at` and `--incidents`, read once).
+//! ([`ReplaySpec`]: those sides, `--queue`, `--backtest-at`, `--incidents` and `--contention`,
+//! read once).
 //! Each replay verb builds one `ReplaySpec` from its arguments, and every partial records it
 //! whole, so that `merge` resolves the same sides with the same function ([`super::resolve`])
 //! and never parses a flag again.
@@ -13,7 +14,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::cli::{ReplayArgs, WatchArgs};
+use crate::cli::{ContentionArg, ReplayArgs, WatchArgs};
 use crate::engine::EngineKind;
 use crate::error::CliError;
 use crate::model::failure_history::Timestamp;
@@ -121,6 +122,9 @@ pub struct ReplaySpec {
     /// `--incidents`, `--incident FROM/TO` (docs/reference/suggest.md "Incidents").
     #[serde(default, skip_serializing_if = "Setting::is_default")]
     pub incidents: Setting,
+    /// `--contention`: retries while others waited (docs/contention.md) summed and said.
+    #[serde(default)]
+    pub contention: bool,
     /// How a replay looks for incidents, made from `incidents` once, when first asked (a
     /// spec read back from a partial makes it there).
     #[serde(skip)]
@@ -130,18 +134,30 @@ pub struct ReplaySpec {
 impl PartialEq for ReplaySpec {
     /// What the command line said (the `Look` is made of it).
     fn eq(&self, o: &ReplaySpec) -> bool {
-        (&self.sides, &self.queue, &self.backtest_at, &self.incidents)
-            == (&o.sides, &o.queue, &o.backtest_at, &o.incidents)
+        (
+            &self.sides,
+            &self.queue,
+            &self.backtest_at,
+            &self.incidents,
+            self.contention,
+        ) == (&o.sides, &o.queue, &o.backtest_at, &o.incidents, o.contention)
     }
 }
 
 impl ReplaySpec {
-    fn new(sides: SidesSpec, queue: Option<String>, backtest_at: Option<BacktestAt>, incidents: Setting) -> ReplaySpec {
+    fn new(
+        sides: SidesSpec,
+        queue: Option<String>,
+        backtest_at: Option<BacktestAt>,
+        incidents: Setting,
+        contention: bool,
+    ) -> ReplaySpec {
         ReplaySpec {
             sides,
             queue,
             backtest_at,
             incidents,
+            contention,
             look: std::sync::OnceLock::new(),
         }
     }
@@ -154,13 +170,14 @@ impl ReplaySpec {
             replay.queue.clone(),
             replay.backtest_at.as_deref().map(BacktestAt::parse).transpose()?,
             parse_incidents(replay.incidents, &replay.incident)?,
+            replay.contention == ContentionArg::On,
         ))
     }
 
     /// `watch`'s: its sides ([`SidesSpec::of_watch`]), no queue of its own, no backtest, no
-    /// incidents looked for.
+    /// incidents looked for, no contention swept (its gauges read Lookout's present).
     pub fn of_watch(args: &WatchArgs) -> ReplaySpec {
-        ReplaySpec::new(SidesSpec::of_watch(args), None, None, Setting::default())
+        ReplaySpec::new(SidesSpec::of_watch(args), None, None, Setting::default(), false)
     }
 
     /// The backtest's time, as read.

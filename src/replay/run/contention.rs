@@ -1,0 +1,86 @@
+//! The contention of a replay's sides (docs/contention.md): what each worker takes of a job
+//! for every side ([`Taken`], in its unit's [`Part`](super::counts::Part)), and the
+//! emitting side's collectors, one a side, fed in input order and swept once at the end
+//! ([`Collect`]).
+//!
+//! Owns: which runs each side starts, as the sweep reads them (the record's every run; a
+//! replayed side's runs from its report, and the runs a Pending side has left, beyond the
+//! record). Must not: count (that is `replay::contention`), or hand anything to a sink.
+
+use std::io;
+
+use crate::engine::JobReport;
+use crate::model::failure_history::FailureHistory;
+use crate::replay::contention::{Contention, JobRuns, Side, Started};
+use crate::replay::incidents::{Seen, Windows};
+
+/// The runs a replayed side starts: those of its report, then those a Pending side has left.
+pub fn started(report: &JobReport, runs_left: Option<u32>) -> Started {
+    Started {
+        recorded: report.runs.len(),
+        beyond: runs_left.unwrap_or(0),
+    }
+}
+
+/// The jobs of one unit: each as the record holds it, and the runs each side starts of it, in
+/// the caller's order of the sides (the same for every job).
+#[derive(Debug, Default)]
+pub struct Taken {
+    jobs: Vec<(JobRuns, std::ops::Range<usize>)>,
+    started: Vec<Started>,
+    ends: Vec<Option<i64>>,
+}
+
+impl Taken {
+    /// `history` as the record holds it, and the runs each side starts of it (`sides`).
+    pub fn add(&mut self, history: &FailureHistory, sides: &[Started]) {
+        let record = JobRuns::of(history, Started::record(history), &mut self.ends);
+        let from = self.started.len();
+        self.started.extend_from_slice(sides);
+        self.jobs.push((record, from..self.started.len()));
+    }
+}
+
+/// One collector a side, and the record's last.
+pub struct Collect {
+    sides: Vec<Contention>,
+}
+
+impl Collect {
+    /// Events sorted in memory at a time, over every side together: a side's chunk is its
+    /// share (at least 4,096), so that a sweep of many candidates holds no more than one
+    /// side would hold alone.
+    const CHUNKS: usize = 1 << 18;
+
+    /// Collectors for `sides` replayed sides and the record.
+    pub fn new(sides: usize) -> Collect {
+        let chunk = (Collect::CHUNKS / (sides + 1)).max(4096);
+        Collect {
+            sides: (0..=sides).map(|_| Contention::with_chunk(chunk)).collect(),
+        }
+    }
+
+    /// A unit's jobs, in input order.
+    pub fn add(&mut self, taken: &Taken) -> io::Result<()> {
+        let Some((record, sides)) = self.sides.split_last_mut() else {
+            return Ok(());
+        };
+        for (job, at) in &taken.jobs {
+            for (c, started) in sides.iter_mut().zip(&taken.started[at.clone()]) {
+                c.add_started(job, *started)?;
+            }
+            record.add(job)?;
+        }
+        Ok(())
+    }
+
+    /// Each side's numbers, the record's last; the retries after a failure inside the
+    /// incident windows `seen` found (none: no window) counted apart.
+    pub fn finish(self, seen: Option<&Seen>) -> io::Result<Vec<Side>> {
+        let windows = Windows(seen.map(|s| s.windows.clone()).unwrap_or_default());
+        self.sides
+            .into_iter()
+            .map(|c| c.finish(&windows).map(|t| Side::of(&t)))
+            .collect()
+    }
+}
