@@ -15,6 +15,7 @@ use crate::engine::simulator::Simulator;
 use crate::engine::EngineKind;
 use crate::error::CliError;
 use crate::input;
+use crate::model::signature::Signature;
 use crate::model::validate::name_reason;
 use crate::model::Action;
 use crate::model::Resource;
@@ -22,7 +23,6 @@ use crate::output::suggest as view;
 use crate::suggest::documents::{self, Documented, Settings, Upstream};
 use crate::suggest::exits::{unsplit, ExitCodes};
 use crate::suggest::propose::{collided_uncategorized, DefaultDecision, Defaults, NoRule, Room, Verdict, DEFAULT};
-use crate::suggest::signature::Signature;
 use crate::suggest::stats::Learned;
 use crate::suggest::today::{self, Kept};
 

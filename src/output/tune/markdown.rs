@@ -6,7 +6,7 @@
 use std::fmt::Write as _;
 
 use crate::output::markdown::{self, code_span, text as markdown_text};
-use crate::output::words::signed_nanos;
+use crate::output::words::{incidents_line, signed_nanos};
 
 use super::table::top_rows;
 use super::view::*;
@@ -77,6 +77,9 @@ pub(super) fn markdown(view: &TuneView<'_>) -> String {
     }
     if let Some(b) = view.backtest {
         let _ = writeln!(m, "\n{}", markdown::backtest_line(b));
+    }
+    if let Some(line) = view.incidents.and_then(incidents_line) {
+        let _ = writeln!(m, "\nIncidents: {}.", markdown_text(&line));
     }
     let _ = writeln!(
         m,

@@ -14,7 +14,7 @@ use crate::model::failure_history::Final;
 use crate::output::lines;
 use crate::output::table::{write_backtest, write_errors};
 use crate::output::text::shown;
-use crate::output::words::{hours_words, signed_nanos, COLLISION, METHOD_LINE};
+use crate::output::words::{hours_words, incidents_line, signed_nanos, COLLISION, METHOD_LINE};
 use crate::output::Style;
 
 use super::view::*;
@@ -140,6 +140,11 @@ pub(super) fn write_table(view: &TuneView<'_>, style: Style, out: &mut dyn Write
     }
     if let Some(b) = view.backtest {
         write_backtest(out, "backtest: ", "  ", b)?;
+    }
+    if let Some(line) = view.incidents.and_then(incidents_line) {
+        for l in lines::wrap("incidents: ", "  ", &line) {
+            writeln!(out, "{l}")?;
+        }
     }
     write_errors(out, style, "", "not replayed", view.errors)?;
     if view.categorized {

@@ -134,6 +134,7 @@ impl TrialCount {
             }
             if look.detect {
                 c.detector.add_job(&c.times, untimed);
+                c.detector.mix.add_history(history, &c.ends);
             }
             let ends = &c.ends;
             let place = |k: usize| match ends.get(k).copied().flatten() {
@@ -196,6 +197,7 @@ impl TrialCount {
                 .sum();
             Seen {
                 windows: detected.windows,
+                busy: detected.busy,
                 failed_runs: c.failed_runs,
                 in_windows: c.known_failed + in_later,
                 trials_left_out: c.known_trials + taken,
