@@ -86,4 +86,5 @@ mod watch_hardening;
 mod watch_incidents;
 mod watch_record;
 mod watch_start;
+mod without_estimate;
 mod yaml11;

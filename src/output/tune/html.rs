@@ -112,6 +112,9 @@ pub(super) fn html(view: &TuneView<'_>) -> String {
             esc(&backtest_details(bt))
         );
     }
+    if let Some(line) = without_estimate_line(view.ranked) {
+        let _ = writeln!(b, "<section><p class=\"note\">{}.</p></section>", esc(&line));
+    }
     if let Some(line) = view.incidents.and_then(incidents_line) {
         let _ = writeln!(b, "<section><p>Incidents: {}.</p></section>", esc(&line));
     }

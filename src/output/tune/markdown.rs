@@ -78,6 +78,9 @@ pub(super) fn markdown(view: &TuneView<'_>) -> String {
     if let Some(b) = view.backtest {
         let _ = writeln!(m, "\n{}", markdown::backtest_line(b));
     }
+    if let Some(line) = without_estimate_line(view.ranked) {
+        let _ = writeln!(m, "\n{}.", markdown_text(&line));
+    }
     if let Some(line) = view.incidents.and_then(incidents_line) {
         let _ = writeln!(m, "\nIncidents: {}.", markdown_text(&line));
     }

@@ -34,6 +34,7 @@ pub(super) fn excluded_key(e: &Excluded) -> &'static str {
     match e {
         Excluded::Lost { .. } => "maxLost",
         Excluded::Compute { .. } => "maxCompute",
+        Excluded::WithoutEstimate { .. } => "withoutEstimate",
     }
 }
 

@@ -45,8 +45,12 @@ pub(super) fn top_rows(view: &TuneView<'_>) -> (Vec<String>, Vec<Vec<String>>) {
             let (lost_over, compute_over) = over(s);
             let mut row = vec![format!("{}{mark}", s.id)];
             row.extend(s.values.iter().map(|(_, v)| v.clone()));
+            let unknown = match s.asked.without_estimate {
+                0 => String::new(),
+                n => format!(" ({})", without_estimate_words(n)),
+            };
             row.extend([
-                format!("{:.1}", s.expected_succeeded),
+                format!("{:.1}{unknown}", s.expected_succeeded),
                 s.tally.finals[Final::Succeeded as usize].to_string(),
                 s.tally.finals[Final::Pending as usize].to_string(),
                 c.rescued.to_string(),
@@ -134,6 +138,11 @@ pub(super) fn write_table(view: &TuneView<'_>, style: Style, out: &mut dyn Write
         )?;
     }
     if let Some(line) = estimates_decide_line(view) {
+        for l in lines::wrap("", "  ", &line) {
+            writeln!(out, "{}", style.warning(&l))?;
+        }
+    }
+    if let Some(line) = without_estimate_line(r) {
         for l in lines::wrap("", "  ", &line) {
             writeln!(out, "{}", style.warning(&l))?;
         }

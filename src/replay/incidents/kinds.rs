@@ -236,7 +236,8 @@ struct Names {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct NamesRecord {
     names: Vec<String>,
-    jobs: Vec<u64>,
+    /// Named apart from a partial's `jobs` (the jobs replayed), which its checks add up.
+    failing_jobs: Vec<u64>,
     deltas: Vec<(u32, i64, i64)>,
     past: bool,
 }
@@ -246,7 +247,7 @@ impl From<NamesRecord> for Names {
         Names {
             ids: r.names.iter().enumerate().map(|(i, n)| (n.clone(), i as u32)).collect(),
             names: r.names,
-            jobs: r.jobs,
+            jobs: r.failing_jobs,
             deltas: r.deltas.into_iter().map(|(id, s, d)| ((id, s), d)).collect(),
             past: r.past,
         }
@@ -259,7 +260,7 @@ impl From<Names> for NamesRecord {
         deltas.sort_unstable();
         NamesRecord {
             names: n.names,
-            jobs: n.jobs,
+            failing_jobs: n.jobs,
             deltas,
             past: n.past,
         }
@@ -382,6 +383,7 @@ struct StartMix {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Mix {
     /// The span's failing jobs.
+    #[serde(rename = "failingJobs")]
     jobs: u64,
     sets: Names,
     signatures: Names,
