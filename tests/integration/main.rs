@@ -90,4 +90,5 @@ mod watch_incidents;
 mod watch_present;
 mod watch_record;
 mod watch_start;
+mod without_estimate;
 mod yaml11;

@@ -9,7 +9,9 @@ use serde_json::{json, Map, Value};
 use crate::model::failure_history::Final;
 use crate::tune::rank::{Excluded, Scored};
 
-use crate::output::records::{backtest_json, compute_json, estimate_json, explained_json, transitions_json};
+use crate::output::records::{
+    backtest_json, compute_json, estimate_json, explained_json, incidents_json, transitions_json,
+};
 use crate::output::words::ESTIMATE_METHOD;
 
 use super::view::*;
@@ -32,6 +34,7 @@ pub(super) fn excluded_key(e: &Excluded) -> &'static str {
     match e {
         Excluded::Lost { .. } => "maxLost",
         Excluded::Compute { .. } => "maxCompute",
+        Excluded::WithoutEstimate { .. } => "withoutEstimate",
     }
 }
 
@@ -126,6 +129,9 @@ pub fn document(view: &TuneView<'_>) -> Value {
     }
     if let (Some(b), Value::Object(m)) = (view.backtest, &mut tune) {
         m.insert("backtest".into(), backtest_json(b));
+    }
+    if let (Some(i), Value::Object(m)) = (incidents_json(view.incidents), &mut tune) {
+        m.insert("incidents".into(), i);
     }
     json!({ "tune": tune })
 }
