@@ -85,6 +85,8 @@ mod twice;
 mod upstream_tables;
 mod validate;
 mod watch;
+mod watch_clocks;
+mod watch_counts;
 mod watch_hardening;
 mod watch_incidents;
 mod watch_present;
