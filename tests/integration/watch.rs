@@ -735,7 +735,7 @@ fn every_metric_an_alert_or_a_panel_names_is_one_watch_exports() {
         .filter_map(|l| l.strip_prefix("# TYPE "))
         .filter_map(|l| l.split(' ').next())
         .collect();
-    assert_eq!(exported.len(), 19, "{text}");
+    assert_eq!(exported.len(), 21, "{text}");
     let (rule, _) = rule_groups();
     let mut named = Vec::new();
     let mut alerts = Vec::new();
