@@ -1,8 +1,18 @@
 //! The columns an export reads, in the order the statement names them and the stream's rows
 //! hold them: the one place their order is written.
 //!
-//! Owns: [`COLUMNS`], each column's index and its name for messages, and a row's fields by
+//! Owns: [`COLUMNS`] and the caps they read at ([`ERROR_BYTES_MAX`], [`ANNOTATIONS_MAX`]), each column's index and its name for messages, and a row's fields by
 //! index ([`Row`]). Must not: read or decode.
+
+use crate::lookout::mapping::ERROR_TEXT_MAX;
+
+/// Bytes of a compressed `error` read: enough for the first [`ERROR_TEXT_MAX`] bytes of text
+/// of any stream a zlib encoder writes (stored blocks add 5 bytes in 64 KiB); a stream that
+/// needs more for less text is cut there too.
+pub const ERROR_BYTES_MAX: usize = 2 * ERROR_TEXT_MAX;
+
+/// Characters of `job.annotations` (as JSON text) read; a longer value leaves its job out.
+pub const ANNOTATIONS_MAX: usize = 1024 * 1024;
 
 /// The columns read, in order (indexes below).
 pub(in crate::lookout) const COLUMNS: &str = "j.job_id, j.memory, j.submitted, left(j.annotations::text, 1048577), \
@@ -74,7 +84,6 @@ impl<'a> Row<'a> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{ANNOTATIONS_MAX, ERROR_BYTES_MAX};
     use super::*;
 
     #[test]

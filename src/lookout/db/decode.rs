@@ -7,7 +7,7 @@
 //! Must not: read the stream or group rows into jobs (`stream`).
 
 use super::columns::*;
-use super::{key_of, ANNOTATIONS_MAX, ERROR_BYTES_MAX};
+use super::connect::key_of;
 use crate::lookout::mapping::{self, error_text, JobRow, Place, RowError, RunRow, ERROR_TEXT_MAX};
 use crate::model::failure_history::Timestamp;
 

@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use super::columns::COLUMNS;
-use super::{connect, key_of, literal, query_error, Db, RawText};
+use super::connect::{connect, key_of, literal, query_error, Db, RawText};
 use crate::error::CliError;
 use crate::lookout::Filter;
 use crate::model::failure_history::Timestamp;
@@ -128,4 +128,36 @@ fn conditions(f: &Filter) -> Result<String, CliError> {
         s.push_str(&format!(" AND j.submitted < TIMESTAMPTZ '{t}' AT TIME ZONE 'UTC'"));
     }
     Ok(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn literals_are_escaped() {
+        assert_eq!(literal("--queue", "ml").unwrap(), "E'ml'");
+        assert_eq!(literal("--queue", r"a'b\c").unwrap(), r"E'a''b\\c'");
+        assert_eq!(
+            literal("--jobset", "a\0b").unwrap_err().message,
+            "invalid `--jobset` `a\\0b`: contains a NUL character, which no Lookout column can hold"
+        );
+        let f = Filter {
+            queue: Some("q'1".into()),
+            jobset: Some("s".into()),
+            jobs: vec!["j1".into(), "j2".into()],
+            from: Timestamp::parse("2026-11-15T00:00:00Z"),
+            to: Timestamp::parse("2026-11-22T00:00:00Z"),
+            shard: None,
+        };
+        let s = statement(&f).unwrap();
+        assert!(
+            s.ends_with(
+                " FROM job j LEFT JOIN job_run r ON r.job_id = j.job_id WHERE j.queue = E'q''1' AND j.jobset = E's' \
+                 AND j.job_id IN (E'j1', E'j2') AND j.submitted >= TIMESTAMPTZ '2026-11-15T00:00:00Z' AT TIME ZONE 'UTC' \
+                 AND j.submitted < TIMESTAMPTZ '2026-11-22T00:00:00Z' AT TIME ZONE 'UTC' ORDER BY j.job_id) TO STDOUT (FORMAT binary)"
+            ),
+            "{s}"
+        );
+    }
 }

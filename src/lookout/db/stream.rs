@@ -14,12 +14,16 @@ use futures_util::Stream;
 use tokio_postgres::CopyOutStream;
 
 use super::columns::{Row, FIELDS, JOB_ID, RUN_ID, STATE};
+use super::connect::{query_error, Db};
 use super::decode::{job_row, run_row, Inflater};
 use super::statement::statement;
-use super::{query_error, Db, JOB_BYTES_MAX};
 use crate::error::{CliError, ExitCode};
 use crate::lookout::mapping::{LookoutJob, Place, RowError};
 use crate::lookout::{Filter, Item, JobStream};
+
+/// Bytes of one job's runs held while its rows are read (error texts and a fixed cost per
+/// run); a job past it is left out and reported.
+pub const JOB_BYTES_MAX: usize = 32 * 1024 * 1024;
 
 /// What a run costs in [`JOB_BYTES_MAX`] besides its error text.
 const RUN_BYTES: usize = 256;
@@ -375,7 +379,7 @@ impl Group {
 #[cfg(test)]
 mod tests {
     use super::super::columns::{CATEGORY, CPU, GPU, MEMORY, NODE, QUEUE, SUBCATEGORY, SUBMITTED};
-    use super::super::key_bytes;
+    use super::super::connect::key_bytes;
     use super::*;
 
     #[test]
