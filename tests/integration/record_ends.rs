@@ -107,7 +107,8 @@ fn a_record_that_ends_a_job_the_other_way_contradicts_today_s_policy() {
 /// Lookout's rows with every one-run job's end turned the other way (a `succeeded` job whose
 /// only run succeeded recorded FAILED, a failed one recorded SUCCEEDED): each contradicts
 /// today's policy, in `retryctl_watch_contradictions_total` as in `simulate`'s
-/// `contradictedJobs` over the same rows.
+/// `contradictedJobs` over the same rows; past `--max-contradictions`, each candidate's reject
+/// names that drift first.
 #[test]
 fn watch_counts_an_end_the_other_way_as_simulate_does() {
     use crate::support::{lookout_rows, pg};
@@ -140,4 +141,17 @@ fn watch_counts_an_end_the_other_way_as_simulate_does() {
     let contradicted = m.sum("retryctl_watch_contradictions_total", &[]);
     assert_eq!(contradicted, today["summary"]["contradictedJobs"].as_f64().unwrap());
     assert_eq!(contradicted, flipped, "{}", m.text);
+    // Past 1% of the window's jobs, today's policy no longer explains the record: the
+    // candidate's reject names that cause first, before what it is measured to lose.
+    let reject = m.sum(
+        "retryctl_watch_shadow_verdict",
+        &["candidate=\"suggested.yaml\"", "verdict=\"reject\""],
+    );
+    assert_eq!(reject, 1.0, "{}", m.text);
+    let (status, page) = w.get("/report");
+    assert_eq!(status, 200, "{page}");
+    let headline = format!(
+        "<strong>Verdict over the last 30d: reject (do not adopt): the baseline does not explain the record: {flipped} jobs contradict it; is it what the cluster ran?"
+    );
+    assert!(page.contains(&headline), "{headline}\n{page}");
 }
