@@ -3,7 +3,7 @@
 //! job at its last run, or recorded `failed` where its last run succeeded, as one the replay
 //! would run again does; a user's cancel never contradicts. Every verb counts it through the
 //! one comparison: `simulate`'s `today's policy explains N of M`, its warnings, and tune's
-//! `--max-contradictions`.
+//! and suggest's `--max-contradictions`.
 
 use std::path::Path;
 use std::process::Output;
@@ -101,6 +101,40 @@ fn a_record_that_ends_a_job_the_other_way_contradicts_today_s_policy() {
     );
     let lenient = String::from_utf8(tune("2").stdout).unwrap();
     assert!(!lenient.contains("does not explain"), "{lenient}");
+    // So does suggest's: past it, the proposal is rejected for it.
+    let suggest = |max: &str| {
+        run(
+            dir.path(),
+            &[
+                "suggest",
+                "--history",
+                "h.jsonl",
+                "--baseline",
+                "old",
+                "--max-contradictions",
+                max,
+            ],
+        )
+    };
+    let rejected = suggest("1");
+    assert_eq!(rejected.status.code(), Some(1), "{}", format_output(&rejected));
+    let text = String::from_utf8(rejected.stdout).unwrap();
+    assert!(
+        text.contains("  today's policy explains 4 of 6 jobs (2 contradict it: ended-ok, ended-failed)\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "Verdict: reject (do not adopt): the baseline does not explain the record: 2 jobs contradict it; is it what the cluster ran?"
+        ),
+        "{text}"
+    );
+    let within = suggest("2");
+    assert!(
+        !String::from_utf8_lossy(&within.stdout).contains("does not explain"),
+        "{}",
+        format_output(&within)
+    );
 }
 
 /// `watch` counts the same contradictions, through the same comparison: the route's week in
