@@ -558,6 +558,15 @@ fn collided_retries_no_category_takes_get_a_category_that_deletes_their_pods() {
     let policy = run(&[&base[..], &["-o", "policy"]].concat());
     std::fs::write(d.join("suggested.yaml"), &policy.stdout).unwrap();
     let written = String::from_utf8_lossy(&policy.stdout).to_string();
+    // The same price in every place the verdict is said: `-o policy`'s header and stderr.
+    let price = "; lets 100 retries that collided in the record run (the pods they collided with are deleted), up to +50.0 GPU-hours, outcome not in the record";
+    let head = written.lines().next().unwrap();
+    assert!(head.starts_with("# verdict: ") && head.contains(price), "{written}");
+    let said = String::from_utf8_lossy(&policy.stderr);
+    assert!(
+        said.lines().any(|l| l.starts_with("verdict: ") && l.contains(price)),
+        "{said}"
+    );
     let name = own[0]["name"].as_str().unwrap();
     assert!(
         written.contains(&format!("      - name: {name}\n        action: Delete\n")),
