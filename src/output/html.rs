@@ -36,7 +36,7 @@ use super::words::{
     backtest_details, backtest_sentence, category_changes_words, collisions_words, comparison_sides, compute_recorded,
     contention_words, estimate_shares, expected_hours, failed_expectations, hours_changes, incidents_line,
     overlap_change_words, plan_sentence, recorded_replayed, runs_words, seconds_words, shares, side_words, with_errors,
-    CLUSTER_BASELINE, CONTENTION_NOTE, ESTIMATE_METHOD, PAST_THE_RECORD, PLAN_TITLE, RETRIES_ONLY,
+    CLUSTER_BASELINE, CONTENTION_NOTE, CONTENTION_SHARDED, ESTIMATE_METHOD, PAST_THE_RECORD, PLAN_TITLE, RETRIES_ONLY,
 };
 use crate::replay::categorize::CategoryCounts;
 
@@ -397,6 +397,8 @@ fn plan_page(
     costs_section(&mut b, c, e);
     if let Some(s) = &c.contention {
         comparison_contention(&mut b, s);
+    } else if c.contention_sharded {
+        contention_sharded(&mut b);
     }
     if let Some(bt) = &e.backtest {
         backtest_section(&mut b, bt);
@@ -750,6 +752,15 @@ fn contention(b: &mut String, sides: &[(&str, &ContentionSide)], changes: &[Stri
     b.push_str("</ul></section>\n");
 }
 
+/// What a sharded run says where the contention section would be.
+pub(crate) fn contention_sharded(b: &mut String) {
+    let _ = writeln!(
+        b,
+        "<section><h2>Retries while others waited</h2>\n<p class=\"note\">{}.</p></section>",
+        esc(&capitalized(CONTENTION_SHARDED))
+    );
+}
+
 /// A comparison's contention section (`simulate --baseline`, `suggest`).
 pub(crate) fn comparison_contention(b: &mut String, s: &OfComparison) {
     contention(
@@ -827,6 +838,8 @@ fn replay_page(s: &Summary, e: &Estimates) -> String {
     b.push_str("</section>\n");
     if let Some(c) = &s.contention {
         contention(&mut b, &[("recorded", &c.recorded), ("replayed", &c.replayed)], &[]);
+    } else if s.contention_sharded {
+        contention_sharded(&mut b);
     }
 
     let rules = rule_rows(s);

@@ -30,7 +30,7 @@ use super::words::{
     comparison_sides, compute_recorded, contention_words, estimate_words, expected_hours, expected_words,
     failed_expectations, hours_changes, incidents_line, overlap_change_words, plan_sentence, rate_words,
     recorded_replayed, runs_words, seconds_words, side_words, transition_note, with_errors, without_estimate,
-    CLUSTER_BASELINE, CONTENTION_NOTE, ESTIMATE_METHOD, PLAN_TITLE, RETRIES_ONLY,
+    CLUSTER_BASELINE, CONTENTION_NOTE, CONTENTION_SHARDED, ESTIMATE_METHOD, PLAN_TITLE, RETRIES_ONLY,
 };
 use crate::replay::categorize::CategoryCounts;
 
@@ -220,6 +220,8 @@ fn plan(c: &Comparison, e: &Estimates, listed: &Listed<Row>, mode: Mode) -> Stri
     }
     if let Some(s) = &c.contention {
         comparison_contention(&mut m, s);
+    } else if c.contention_sharded {
+        let _ = writeln!(m, "{}\n", contention_sharded());
     }
     if let Some(s) = &c.categories {
         for (side, counts) in [("baseline", &s.baseline), ("candidate", &s.candidate)] {
@@ -302,6 +304,11 @@ fn contention(m: &mut String, sides: &[(&str, &ContentionSide)], changes: &[Stri
     }
 }
 
+/// What a sharded run says where the contention section would be.
+pub(crate) fn contention_sharded() -> String {
+    format!("**Retries while others waited:** {}.", text(CONTENTION_SHARDED))
+}
+
 /// A comparison's contention section (`simulate --baseline`, `suggest`), then a blank line.
 pub(crate) fn comparison_contention(m: &mut String, s: &OfComparison) {
     contention(
@@ -338,6 +345,8 @@ fn report(s: &Summary, e: &Estimates) -> String {
     );
     if let Some(c) = &s.contention {
         contention(&mut m, &[("recorded", &c.recorded), ("replayed", &c.replayed)], &[]);
+    } else if s.contention_sharded {
+        let _ = writeln!(m, "\n{}", contention_sharded());
     }
     if s.expectation_failed_jobs > 0 {
         let _ = writeln!(

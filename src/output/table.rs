@@ -33,7 +33,7 @@ use super::words::{
     comparison_sides, compute_recorded, contention_words, estimate_words, expected_words, failed_expectations,
     hours_changes, incidents_line, overlap_change_words, plan_sentence, recorded_replayed, runs_words, seconds_words,
     side_words, successes_words, transition_note, with_errors, without_estimate, CLUSTER_BASELINE, CONTENTION_NOTE,
-    METHOD_LINE, RETRIES_ONLY,
+    CONTENTION_SHARDED, METHOD_LINE, RETRIES_ONLY,
 };
 use super::Style;
 
@@ -229,6 +229,8 @@ pub fn write_summary(out: &mut dyn Write, style: Style, s: &Summary, e: &Estimat
     }
     if let Some(c) = &s.contention {
         write_contention(out, &[("recorded", &c.recorded), ("replayed", &c.replayed)], &[])?;
+    } else if s.contention_sharded {
+        writeln!(out, "  contention: {CONTENTION_SHARDED}")?;
     }
     if s.expectation_failed_jobs > 0 {
         let list = failed_expectations(s, |id| shown(id).into_owned());
@@ -336,6 +338,8 @@ pub fn write_comparison(out: &mut dyn Write, style: Style, c: &Comparison) -> io
             &comparison_sides(s),
             &overlap_change_words(&s.baseline, &s.candidate),
         )?;
+    } else if c.contention_sharded {
+        writeln!(out, "  contention: {CONTENTION_SHARDED}")?;
     }
     if let Some(s) = &c.categories {
         write_categories(out, style, &s.baseline, "baseline: ")?;

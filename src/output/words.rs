@@ -377,6 +377,15 @@ pub const ESTIMATE_METHOD: &str = "each Pending job's chance to succeed over the
 pub const CONTENTION_NOTE: &str =
     "what coincided in the record's times; the queue another policy would have made is not modelled";
 
+/// Where a sharded run's answer would hold the contention section, what it holds instead: the
+/// default computes it in one process only (docs/past-one-machine.md), and a merge never lacks
+/// it silently.
+pub const CONTENTION_SHARDED: &str =
+    "not computed for a sharded run (it needs every job in one process: run it without --shard or --emit)";
+
+/// json and yaml's `contentionNotComputed` beside `contention: null`: why it is null.
+pub const CONTENTION_SHARDED_REASON: &str = "sharded";
+
 /// Hours of a resource for reading, as the contention section says them: whole hours with
 /// thousands grouped from 100 on (`262,322`), else [`hours_words`].
 pub fn grouped_hours(h: f64) -> String {

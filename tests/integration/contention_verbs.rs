@@ -215,7 +215,7 @@ fn a_shard_with_contention_on_is_refused() {
     let (code, stdout, all) = on(&h, &["-f", &r, "--shard", "0/2", "-o", "partial"]);
     assert_eq!((code, stdout.as_str()), (2, ""), "{all}");
     assert!(
-        all.contains("error: `--shard` writes one shard's part of the answer, and retries while others waited are summed over every job's times in one process: a merge of shards cannot sum them\n\nhint: pass `--contention off` to leave that section out, or run one process"),
+        all.contains("error: `--shard` writes one shard's part of the answer, and retries while others waited are summed over every job's times in one process: a merge of shards cannot sum them\n\nhint: leave out `--contention on`: the default, `auto`, leaves the section out of a shard and says so; or run one process"),
         "{all}"
     );
     let (code, _, all) = on(&h, &["-f", &r, "--emit", "armada", "--shard-count", "2"]);

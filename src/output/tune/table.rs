@@ -14,7 +14,7 @@ use crate::model::failure_history::Final;
 use crate::output::lines;
 use crate::output::table::{write_backtest, write_errors};
 use crate::output::text::shown;
-use crate::output::words::{hours_words, signed_nanos, COLLISION, METHOD_LINE};
+use crate::output::words::{hours_words, signed_nanos, COLLISION, CONTENTION_SHARDED, METHOD_LINE};
 use crate::output::Style;
 
 use super::view::*;
@@ -160,6 +160,8 @@ pub(super) fn write_table(view: &TuneView<'_>, style: Style, out: &mut dyn Write
     }
     if with_contention(r) {
         writeln!(out, "({OVERLAP_NOTE})")?;
+    } else if contention_sharded(r) {
+        writeln!(out, "contention: {CONTENTION_SHARDED}")?;
     }
     writeln!(
         out,

@@ -106,6 +106,12 @@ pub(super) fn with_contention(r: &Ranked) -> bool {
     r.candidates.iter().any(|s| s.tally.comparison.contention.is_some())
 }
 
+/// Whether the default left the contention out of this sharded sweep: every format says so
+/// where the OVERLAP column's note would be.
+pub(super) fn contention_sharded(r: &Ranked) -> bool {
+    r.candidates.iter().any(|s| s.tally.comparison.contention_sharded)
+}
+
 /// The change of a candidate's overlap with other jobs' waiting demand against its baseline:
 /// in GPU-hours where any job waits or retries with a GPU, else in CPU-hours.
 pub(super) fn overlap_change(s: &Scored) -> Option<String> {
