@@ -3829,7 +3829,7 @@ _retryctl() {
             return 0
             ;;
         retryctl__subcmd__watch)
-            opts="-f -R -c -v -h -V --lookout-db --queue --baseline --filename --recursive --categorizer --baseline-categorizer --engine --baseline-engine --scheduler-config --retry-policy --global-max-retries --default-policy --listen --state --since --poll --window --settle --min-jobs --max-contradictions --emit --image --volume --dsn-secret --namespace --requests --armada-url --context --config --timeout --token --token-file --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
+            opts="-f -R -c -v -h -V --lookout-db --queue --baseline --filename --recursive --categorizer --baseline-categorizer --engine --baseline-engine --scheduler-config --retry-policy --global-max-retries --default-policy --listen --state --since --poll --window --lookback --settle --min-jobs --max-contradictions --emit --image --volume --dsn-secret --namespace --requests --armada-url --context --config --timeout --token --token-file --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -3904,6 +3904,10 @@ _retryctl() {
                     return 0
                     ;;
                 --window)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --lookback)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

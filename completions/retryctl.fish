@@ -1545,10 +1545,11 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand watch" -l retry-policy
 complete -c retryctl -n "__fish_retryctl_using_subcommand watch" -l global-max-retries -d 'Override the scheduler\'s globalMaxRetries' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand watch" -l default-policy -d 'Override the scheduler\'s defaultPolicyName' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand watch" -l listen -d 'Serve /metrics, /report and /healthz on this address' -r
-complete -c retryctl -n "__fish_retryctl_using_subcommand watch" -l state -d 'The file the cursor, the jobs counted of the last 5 minutes and every counter are kept in (written after each poll); a restart resumes from it' -r -F
+complete -c retryctl -n "__fish_retryctl_using_subcommand watch" -l state -d 'The file the cursor, the jobs counted of the last --lookback and every counter are kept in (written after each poll); a restart resumes from it' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand watch" -l since -d 'Where a fresh --state starts: jobs that reached a terminal state since this duration before now (`7d`, `36h`) or this RFC 3339 time (default: now)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand watch" -l poll -d 'How long to wait between polls (a Go duration: `30s`, `1m`)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand watch" -l window -d 'The jobs /report replays and each candidate\'s verdict is judged on: those that reached a terminal state within this duration before now (`7d`, `36h`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand watch" -l lookback -d 'How far behind its cursor each poll reads again, for the rows Lookout ingests late (a Go duration: `5m`, `15m`; at most --window)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand watch" -l settle -d 'How long a job read terminal waits for its runs (Lookout writes them after the job\'s state) before it is counted as its record stands (a Go duration: `10m`, `1h`)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand watch" -l min-jobs -d 'Below this many jobs with a failed run in the window, a candidate\'s verdict is `inconclusive`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand watch" -l max-contradictions -d 'How many jobs (or what share of them, `1%`) of the window may contradict today\'s policy before a candidate\'s verdict is `reject`: past it, today\'s policy is not what the cluster runs' -r

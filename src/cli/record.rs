@@ -112,7 +112,7 @@ pub struct WatchArgs {
     #[arg(long, value_name = "HOST:PORT", default_value = "127.0.0.1:9464")]
     pub listen: String,
 
-    /// The file the cursor, the jobs counted of the last 5 minutes and every counter are
+    /// The file the cursor, the jobs counted of the last --lookback and every counter are
     /// kept in (written after each poll); a restart resumes from it.
     #[arg(long, value_name = "FILE", required = true)]
     pub state: PathBuf,
@@ -130,6 +130,12 @@ pub struct WatchArgs {
     /// a terminal state within this duration before now (`7d`, `36h`).
     #[arg(long, value_name = "DURATION", default_value = "7d")]
     pub window: String,
+
+    /// How far behind its cursor each poll reads again, for the rows Lookout ingests late (a
+    /// Go duration: `5m`, `15m`; at most --window). A job written further behind is not
+    /// counted: retryctl_watch_late_jobs_total counts it.
+    #[arg(long, value_name = "DURATION", default_value = "5m")]
+    pub lookback: String,
 
     /// How long a job read terminal waits for its runs (Lookout writes them after the job's
     /// state) before it is counted as its record stands (a Go duration: `10m`, `1h`).

@@ -2,13 +2,15 @@
 //! state, page after page by the key (`last_transition_time`, `job_id`), and the rows of a
 //! page's jobs decoded as the parent decodes a queue's export.
 //!
-//! Owns: [`terminal_page`], [`jobs_in`], [`jobs_by_id`], [`terminal_jobs`], [`database_now`]. Must not: keep a cursor (that
-//! is `watch`'s state) or map rows to histories.
+//! Owns: [`terminal_page`], [`jobs_in`], [`jobs_by_id`], [`terminal_jobs`], [`database_now`],
+//! [`behind`] (the count of the jobs behind `watch`'s re-read span). Must not: keep a cursor
+//! (that is `watch`'s state) or map rows to histories.
 
 use super::db::{by_key, copy_jobs, key_bytes, key_literal, key_of, literal, Db, RawText, COLUMNS};
 use crate::error::CliError;
 use crate::lookout::Item;
 use crate::model::failure_history::Timestamp;
+use crate::watch::late::HourCount;
 
 /// Lookout's terminal job states (contract/lookout/README.md): SUCCEEDED, FAILED, CANCELLED,
 /// PREEMPTED and REJECTED. A job in one of them runs no more, so `watch` reads it once.
@@ -81,6 +83,56 @@ pub fn database_now(db: &Db) -> Result<i64, CliError> {
         &[],
     ))?;
     Ok(row.get(0))
+}
+
+/// The statement of [`behind`]: the terminal jobs of `queues` in two ranges of
+/// `last_transition_time` (`[$3, $4)`, `[$5, $6)`), by queue and hour, counted by the index on
+/// it (`idx_job_ltt_jobid`, over both ranges: `[$7, $8)`); no job's row is read out.
+const BEHIND: &str = "SELECT queue, \
+     EXTRACT(EPOCH FROM date_trunc('hour', last_transition_time))::bigint * 1000000, \
+     count(*) FILTER (WHERE last_transition_time >= $3::text::timestamp AND last_transition_time < $4::text::timestamp), \
+     count(*) FILTER (WHERE last_transition_time >= $5::text::timestamp AND last_transition_time < $6::text::timestamp) \
+     FROM job WHERE queue = ANY($1) AND state = ANY($2) \
+     AND last_transition_time >= $7::text::timestamp AND last_transition_time < $8::text::timestamp \
+     GROUP BY 1, 2";
+
+/// The terminal jobs of `queues` ([`TERMINAL_STATES`]) by queue and hour of their
+/// `last_transition_time`, within `last` and within `next` (`[from, to)`, microseconds since
+/// the Unix epoch): `watch`'s count of the jobs behind its re-read span
+/// (`watch::late::Behind::look`).
+pub fn behind(
+    db: &Db,
+    queues: &[String],
+    last: Option<(i64, i64)>,
+    next: (i64, i64),
+) -> Result<Vec<HourCount>, CliError> {
+    let last = last.unwrap_or((next.0, next.0));
+    let (from, to) = (last.0.min(next.0), last.1.max(next.1));
+    let text = |at: i64| Timestamp(at.saturating_mul(1000)).to_string();
+    let states = TERMINAL_STATES.to_vec();
+    let rows = db.wait(db.client.query(
+        BEHIND,
+        &[
+            &queues,
+            &states,
+            &text(last.0),
+            &text(last.1),
+            &text(next.0),
+            &text(next.1),
+            &text(from),
+            &text(to),
+        ],
+    ))?;
+    let count = |n: i64| u64::try_from(n).unwrap_or(0);
+    Ok(rows
+        .iter()
+        .map(|r| HourCount {
+            queue: String::from_utf8_lossy(&r.get::<_, RawText>(0).0).into_owned(),
+            hour: r.get(1),
+            last: count(r.get(2)),
+            next: count(r.get(3)),
+        })
+        .collect())
 }
 
 /// A page of [`terminal_page`] by its bounds: the key it was read after, and its last key

@@ -12,7 +12,8 @@
 //! strings, enum value names; it imports nothing); `validate` checks one document, `lint` checks
 //! documents against each other; `encode` writes a typed resource back as a canonical document;
 //! `duration` and `quantity` are Go durations and Kubernetes quantities, `timestamp` a
-//! history's instants; `go_regex` writes Go's regexp
+//! history's instants, `signature` a failed run's signature (what suggest learns by and the
+//! incident rule's mix reads); `go_regex` writes Go's regexp
 //! syntax as the `regex` crate's.
 
 pub mod categorizer;
@@ -30,6 +31,7 @@ pub(crate) mod proptests;
 pub mod quantity;
 pub mod queue;
 pub mod scheduler;
+pub mod signature;
 pub mod timestamp;
 pub mod validate;
 pub mod vocabulary;

@@ -298,7 +298,7 @@ pub fn summary_json(s: &Summary, e: &Estimates) -> Value {
     if let (Some(b), Value::Object(m)) = (&e.backtest, &mut v) {
         m.insert("backtest".into(), backtest_json(b));
     }
-    if let (Some(i), Value::Object(m)) = (incidents_json(e), &mut v) {
+    if let (Some(i), Value::Object(m)) = (incidents_json(e.incidents.as_ref()), &mut v) {
         m.insert("incidents".into(), i);
     }
     if let (Some(c), Value::Object(m)) = (&s.categories, &mut v) {
@@ -311,19 +311,41 @@ pub fn summary_json(s: &Summary, e: &Estimates) -> Value {
 }
 
 /// The incident windows a replay found or was given, and what they left out of the estimates
-/// (docs/reference/suggest.md "Incidents"); `None` without a window.
-pub fn incidents_json(e: &Estimates) -> Option<Value> {
-    let s = e.incidents.as_ref().filter(|s| !s.windows.is_empty())?;
+/// (docs/reference/suggest.md "Incidents"), with the bursts and surges found and learned from
+/// (as suggest's `bursts` and `surges`); `None` without a window of any kind.
+pub fn incidents_json(s: Option<&crate::replay::incidents::Seen>) -> Option<Value> {
+    use crate::replay::incidents::Kind;
+    let s = s.filter(|s| !s.windows.is_empty() || !s.busy.is_empty())?;
     let windows: Vec<Value> = s
         .windows
         .iter()
         .map(|w| json!({"from": w.from.to_string(), "to": w.to.to_string(), "detected": w.detected, "given": w.given}))
         .collect();
+    let (mut bursts, mut surges) = (Vec::new(), Vec::new());
+    for (w, kind) in &s.busy {
+        match kind {
+            Kind::Burst { queue, job_set, .. } => bursts.push(json!({
+                "from": w.from.to_string(),
+                "to": w.to.to_string(),
+                "queue": queue,
+                "jobSet": job_set,
+            })),
+            Kind::Surge { jobs, expected } => surges.push(json!({
+                "from": w.from.to_string(),
+                "to": w.to.to_string(),
+                "jobs": jobs,
+                "expected": (expected * 100.0).round() / 100.0,
+            })),
+            Kind::Incident => {}
+        }
+    }
     Some(json!({
         "windows": windows,
         "failedRuns": s.failed_runs,
         "inWindows": s.in_windows,
         "trialsLeftOut": s.trials_left_out,
+        "bursts": bursts,
+        "surges": surges,
     }))
 }
 
@@ -472,7 +494,7 @@ pub fn comparison_totals_json(c: &Comparison, e: &Estimates) -> Map<String, Valu
     if let Some(b) = &e.backtest {
         m.insert("backtest".into(), backtest_json(b));
     }
-    if let Some(i) = incidents_json(e) {
+    if let Some(i) = incidents_json(e.incidents.as_ref()) {
         m.insert("incidents".into(), i);
     }
     if let Some(e) = &c.explained {

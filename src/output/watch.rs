@@ -4,13 +4,18 @@
 //! Owns: the text of each family (its HELP and TYPE lines from `watch::metrics::FAMILIES`)
 //! and of its series in order, label values escaped as the format asks, and each integer as the number it stands for
 //! (device time in seconds, timestamps in seconds). Every family's HELP and TYPE lines are
-//! written whether or not it has a series yet, so that the first scrape names them all. Must
-//! not: count (the numbers are `watch`'s) or hold a series whose labels `watch` did not bound.
+//! written whether or not it has a series yet, so that the first scrape names them all. Also
+//! the words of the log's warnings of a start or cursor moved within the database's clock
+//! ([`moved_words`]) and of jobs written behind the re-read span ([`late_words`]). Must not:
+//! count (the numbers are `watch`'s) or hold a series whose labels `watch` did not bound.
 
 use std::fmt::Write as _;
 
 use crate::lookout::present::Present;
+use crate::model::failure_history::Timestamp;
 use crate::output::html::esc;
+use crate::watch::cursor::Moved;
+use crate::watch::late::Late;
 use crate::watch::metrics::{Counters, Family, Unit, FAMILIES, RESOURCES, VERDICTS};
 
 /// The format's content type.
@@ -29,6 +34,47 @@ pub struct Gauges<'a> {
     pub incident: bool,
     /// What waits and retries now, as the last poll read Lookout (`None`: not read yet).
     pub present: Option<&'a Present>,
+}
+
+/// A time of Lookout's (microseconds since the Unix epoch), as the log says it.
+fn at(us: i64) -> Timestamp {
+    Timestamp(us.saturating_mul(1000))
+}
+
+/// The warning for a cursor or start of `state` moved within the database's clock `now`
+/// (`start`: where it reads from now; `lookback`: `--lookback` as given).
+pub fn moved_words(moved: Moved, state: &str, now: i64, start: i64, lookback: &str) -> String {
+    let db = at(now);
+    match moved {
+        Moved::Cursor { was } => format!(
+            "warning: `--state` `{state}`'s cursor {} lies past the database's clock {db}: reading from --lookback ({lookback}) before the database's now",
+            at(was)
+        ),
+        Moved::Start { was } => format!(
+            "warning: `--state` `{state}` starts at {}, past the database's clock {db}: reading from --lookback ({lookback}) before the database's now",
+            at(was)
+        ),
+        Moved::Counted { machine } => format!(
+            "warning: the machine's clock ({}) runs ahead of the database's ({db}): reading from {}, counted back from the database's now",
+            at(machine),
+            at(start)
+        ),
+    }
+}
+
+/// The warning for jobs Lookout wrote behind the re-read span (`lookback`: `--lookback` as
+/// given).
+pub fn late_words(l: &Late, lookback: &str) -> String {
+    format!(
+        "warning: {} of queue `{}` written more than --lookback ({lookback}) behind the cursor, the oldest ending between {} and {}: never counted (retryctl_watch_late_jobs_total); raise --lookback",
+        match l.jobs {
+            1 => "1 job".to_string(),
+            n => format!("{n} jobs"),
+        },
+        crate::output::text::shown(&l.queue),
+        at(l.oldest.0),
+        at(l.oldest.1)
+    )
 }
 
 /// `/metrics`' body: every family, its series and its gauges (the cursor's and the last

@@ -317,19 +317,35 @@ pub fn failed_expectations(s: &Summary, id: impl Fn(&str) -> String) -> String {
 
 /// The incident windows a replay found (docs/reference/suggest.md "Incidents"), when it found
 /// or was given some: `3 windows, 265 of 1456 failed runs (18.2%); 120 trials left out of the
-/// estimates`.
+/// estimates`; then the bursts and surges it learned from, as suggest tells them (`busy,
+/// learned from: job set ml/sweep-17's burst, a surge`).
 pub fn incidents_line(s: &crate::replay::incidents::Seen) -> Option<String> {
-    if s.windows.is_empty() {
+    if s.windows.is_empty() && s.busy.is_empty() {
         return None;
     }
     let share = s.in_windows as f64 / s.failed_runs.max(1) as f64 * 100.0;
-    Some(format!(
+    let mut line = format!(
         "{}, {} of {} failed runs ({share:.1}%); {} left out of the estimates",
         plural(s.windows.len() as u64, "window", "windows"),
         s.in_windows,
         s.failed_runs,
         plural(s.trials_left_out, "trial", "trials")
-    ))
+    );
+    if !s.busy.is_empty() {
+        let busy: Vec<String> = s.busy.iter().map(|(_, k)| busy_kind_words(k)).collect();
+        line.push_str(&format!("; busy, learned from: {}", busy.join(", ")));
+    }
+    Some(line)
+}
+
+/// A burst or a surge, in a few words: `job set ml/sweep-17's burst`, `a surge`.
+fn busy_kind_words(kind: &crate::replay::incidents::Kind) -> String {
+    use crate::replay::incidents::Kind;
+    match kind {
+        Kind::Burst { queue, job_set, .. } => format!("job set {}/{}'s burst", shown(queue), shown(job_set)),
+        Kind::Surge { .. } => "a surge".to_string(),
+        Kind::Incident => "an incident".to_string(),
+    }
 }
 
 /// docs/estimates.md's sentence: `estimates were within N points on jobs submitted at or after T`.

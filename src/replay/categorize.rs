@@ -215,6 +215,26 @@ impl Reclassify {
             .count() as u64
     }
 
+    /// Of [`Reclassify::collided`]'s retries, those `history` (as classified) shows ran: the
+    /// run retried failed and the next run started (failed or succeeded), so its pod was not
+    /// kept after all (suggest's `collisionsRan`: the categorizer is not the one the cluster
+    /// ran).
+    pub fn collided_ran(&self, engine: EngineKind, report: &JobReport, history: &FailureHistory) -> u64 {
+        if engine != EngineKind::Upstream {
+            return 0;
+        }
+        let retry = |d: &Option<crate::engine::Decision>| d.as_ref().is_some_and(|d| d.kind == DecisionKind::Retry);
+        let ran = |k: usize| {
+            let outcome = |k: usize| history.runs.get(k).map(|r| r.outcome);
+            outcome(k) == Some(Outcome::Failed) && matches!(outcome(k + 1), Some(Outcome::Failed | Outcome::Succeeded))
+        };
+        report
+            .runs
+            .iter()
+            .filter(|r| retry(&r.decision) && self.retained(r.index) && ran(r.index))
+            .count() as u64
+    }
+
     /// [`Reclassify::collided`], counted into `counts`.
     pub fn collisions(&self, engine: EngineKind, report: &JobReport, counts: &mut CategoryCounts) {
         counts.collisions += self.collided(engine, report);

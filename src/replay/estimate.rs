@@ -769,6 +769,13 @@ impl Rates {
         })
     }
 
+    /// The Pending jobs of a comparison without an estimate (docs/estimates.md
+    /// `withoutEstimate`): the candidate's (`pending`) and those Pending in the baseline alone
+    /// (`baseline_only`); unknown is not zero, whichever side it is on.
+    pub fn unknown(&self, pending: &PendingSet, baseline_only: &PendingSet) -> u64 {
+        self.sums(pending).without_estimate + self.sums(baseline_only).without_estimate
+    }
+
     /// The sums of docs/estimates.md over the jobs of `set`, in key order.
     pub fn sums(&self, set: &PendingSet) -> Sums {
         let mut s = Sums::default();
@@ -863,6 +870,11 @@ fn merge_depths(into: &mut ByDepth, from: &ByDepth) {
 }
 
 impl PendingSet {
+    /// No job in it.
+    pub fn is_empty(&self) -> bool {
+        *self == PendingSet::default()
+    }
+
     /// One Pending job of `class` with `depth` recorded failed runs and `runs_left` (1..=100).
     pub fn add(&mut self, class: &Option<FailureClass>, depth: u32, runs_left: u32, resources: Option<&Resources>) {
         let key = (depth.min(DEPTHS as u32) as u8, runs_left.clamp(1, MAX_RUNS_LEFT) as u8);

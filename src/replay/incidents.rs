@@ -182,6 +182,11 @@ pub struct Detector {
     /// Failed runs with a time, and without one.
     pub timed: u64,
     pub untimed: u64,
+    /// The failing jobs' mix, that tells the unusual windows' kinds ([`kinds::Mix`]): fed by
+    /// the caller that computes the runs' signatures ([`Detector::mix`]), else empty (and
+    /// every unusual window an incident).
+    #[serde(default, skip_serializing_if = "kinds::Mix::is_empty")]
+    pub mix: kinds::Mix,
     /// The job's window starts, sorted (scratch).
     #[serde(skip)]
     scratch: Vec<i64>,
@@ -227,28 +232,12 @@ impl Detector {
         steps.extend(times.iter().map(|&t| step_of(t)));
         steps.sort_unstable();
         steps.dedup();
-        // A run in step s is in the windows starting at s − 5 … s: runs of those, merged.
-        let mut run: Option<(i64, i64)> = None;
-        for &s in &steps {
-            let (a, b) = (s - (STEPS_PER_WINDOW - 1), s);
-            run = match run {
-                Some((ra, rb)) if a <= rb + 1 => Some((ra, rb.max(b))),
-                Some(done) => {
-                    self.bump(done);
-                    Some((a, b))
-                }
-                None => Some((a, b)),
-            };
-        }
-        if let Some(done) = run {
-            self.bump(done);
-        }
+        let deltas = &mut self.deltas;
+        kinds::window_runs(&steps, |a, b| {
+            *deltas.entry(a).or_default() += 1;
+            *deltas.entry(b + 1).or_default() -= 1;
+        });
         self.scratch = steps;
-    }
-
-    fn bump(&mut self, (a, b): (i64, i64)) {
-        *self.deltas.entry(a).or_default() += 1;
-        *self.deltas.entry(b + 1).or_default() -= 1;
     }
 
     /// Adds another unit's or shard's counts.
@@ -262,6 +251,7 @@ impl Detector {
         };
         self.timed += o.timed;
         self.untimed += o.untimed;
+        self.mix.merge(&o.mix);
     }
 
     /// `k` over the span's windows, as runs of equal `k`: `(first start, last start, k)`
@@ -331,21 +321,11 @@ impl Detector {
         (out, test)
     }
 
-    /// Every unusual window as an incident, widened and merged with `given` (taken as given):
-    /// for a count that cannot tell the kinds (it holds no job's mix).
+    /// The unusual windows, their kinds told by the mix fed ([`kinds::classify`]: every one an
+    /// incident when none was), widened and merged with `given` (incidents, taken as given).
     pub fn detect(&self, rule: Rule, given: &[Window]) -> Detected {
         let (unusual, test) = self.unusual(rule);
-        let found: Vec<Window> = unusual.iter().map(Unusual::widened).collect();
-        let only = Windows::merged(found.clone());
-        let mut all = found;
-        all.extend(given.iter().copied());
-        Detected {
-            windows: Windows::merged(all).0,
-            found: only,
-            lambda: test.mean,
-            tests: test.tests,
-            busy: Vec::new(),
-        }
+        kinds::detected(&kinds::classify(&unusual, test.tests, &self.mix), given, test)
     }
 }
 
@@ -551,10 +531,12 @@ impl Look {
 }
 
 /// What a replay left out of its estimates for incidents: the windows, the failed runs in
-/// them of all it counted, and the trials left out (docs/estimates.md).
+/// them of all it counted, and the trials left out (docs/estimates.md); and the bursts and
+/// surges it found and learned from, as suggest finds them.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Seen {
     pub windows: Vec<Window>,
+    pub busy: Vec<(Window, Kind)>,
     pub failed_runs: u64,
     pub in_windows: u64,
     pub trials_left_out: u64,

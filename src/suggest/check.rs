@@ -13,8 +13,8 @@ use crate::engine::{JobReport, RuleRef};
 use crate::model::failure_history::{FailureHistory, Outcome};
 
 use super::propose::Proposed;
-use super::signature::{failed_containers, text_into};
 use super::stats::Learned;
+use crate::model::signature::{failed_containers, text_into};
 
 /// What pass 2 reads off the comparison's own decision records: that every run of a
 /// proposed signature (with at most one failed container) is decided by that signature's

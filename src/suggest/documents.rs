@@ -14,8 +14,8 @@ use crate::model::policy::{Action, AntiAffinityMode, Backoff, Condition, Mutatio
 use super::exits::Unsplit;
 use super::pattern::{pattern, pod_error_pattern};
 use super::propose::Proposed;
-use super::signature::Signature;
 use super::today::{Kept, Place};
+use crate::model::signature::Signature;
 
 pub use crate::yaml::quoted;
 

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::model::failure_history::{FailureHistory, Outcome};
 
-use super::signature::{text_into, Signature};
+use crate::model::signature::{text_into, Signature};
 
 /// Exit codes of containers the index holds at most: past them it stops telling any code
 /// apart (every answer is [`Alone::Uncounted`]), as a history of that many is none a split

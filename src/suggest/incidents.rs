@@ -1,7 +1,6 @@
 //! Incidents in suggest (docs/reference/suggest.md "Incidents"), once pass 1 has found the
-//! unusual windows (`replay::incidents`): what each failing job adds to the mix that tells
-//! their kinds ([`mix_job`]); what each job with a failed run in a window adds to the
-//! windows' listing, and what leaving an incident's runs out takes out of pass 1's counts
+//! windows and their kinds (`replay::incidents`): what each job with a failed run in a
+//! window adds to the windows' listing, and what leaving an incident's runs out takes out of pass 1's counts
 //! ([`Again`], a worker's unit of jobs read again, folded in any order: every part is a sum);
 //! then the counts without them ([`Again::leave_out`]), and the proposal's marks that the
 //! windows call for ([`Sensitive`], [`short_backoff`]). A burst's or a surge's runs are
@@ -21,12 +20,11 @@ use crate::model::failure_history::{FailureHistory, Outcome};
 use crate::model::policy::{Action, Condition};
 use crate::replay::device_time::request_time;
 use crate::replay::estimate::{Tally, DEPTHS};
-use crate::replay::incidents::kinds::Mix;
 use crate::replay::incidents::{self, Kind, Window, Windows};
 
 use super::propose::Verdict;
-use super::signature::text_into;
 use super::stats::{FutileDays, Learned, Map, SignatureStats, MAX_SIGNATURES, OTHER};
+use crate::model::signature::text_into;
 
 /// One window's listing: the jobs with a failed run in it, those runs, their GPU time, by
 /// signature and by node, and the record's retries of them.
@@ -184,52 +182,6 @@ fn take(t: &mut Tally, success: bool) {
 fn less(t: &mut Tally, o: Tally) {
     t.trials = t.trials.saturating_sub(o.trials);
     t.successes = t.successes.saturating_sub(o.successes).min(t.trials);
-}
-
-/// A worker's scratch for [`mix_job`].
-#[derive(Debug, Default)]
-pub struct MixScratch {
-    ends: Vec<Option<i64>>,
-    text: String,
-    scratch: String,
-}
-
-/// One failing job's part of the mix: its queue, job set, and failed runs with a time
-/// (`(time, signature, node)`).
-#[derive(Debug)]
-pub struct MixJob {
-    queue: Option<String>,
-    job_set: Option<String>,
-    runs: Vec<(i64, String, Option<String>)>,
-}
-
-/// `history`'s part of the mix (`None`: no failed run with a time), in a worker.
-pub fn mix_job(s: &mut MixScratch, history: &FailureHistory) -> Option<MixJob> {
-    incidents::ends(history, &mut s.ends);
-    let mut runs = Vec::new();
-    for (run, end) in history.runs.iter().zip(&s.ends) {
-        let Some(t) = end.filter(|_| run.outcome == Outcome::Failed) else {
-            continue;
-        };
-        text_into(run, &mut s.text, &mut s.scratch);
-        runs.push((t, s.text.clone(), run.node.clone()));
-    }
-    (!runs.is_empty()).then(|| MixJob {
-        queue: history.job.queue.clone(),
-        job_set: history.job.job_set.clone(),
-        runs,
-    })
-}
-
-impl MixJob {
-    /// Added to `mix` (on one thread).
-    pub fn feed(&self, mix: &mut Mix) {
-        mix.job(self.queue.as_deref(), self.job_set.as_deref());
-        for (t, sig, node) in &self.runs {
-            mix.failed_run(*t, sig, node.as_deref());
-        }
-        mix.end_job();
-    }
 }
 
 impl Again {
@@ -594,7 +546,7 @@ mod tests {
     fn futile(day: impl Fn(u64) -> Option<i64>) -> SignatureStats {
         let mut s = SignatureStats {
             text: "exit:1@main".into(),
-            signature: Some(crate::suggest::signature::Signature::Container {
+            signature: Some(crate::model::signature::Signature::Container {
                 exit: Some(1),
                 name: "main".into(),
                 init: false,

@@ -60,6 +60,7 @@ pub fn see_job(unit: &mut Unit, history: &FailureHistory, detect: bool) {
     if detect {
         let untimed = incidents::failed_times(history, &unit.ends, &mut unit.times);
         unit.detector.add_job(&unit.times, untimed);
+        unit.detector.mix.add_history(history, &unit.ends);
     }
 }
 

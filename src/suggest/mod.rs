@@ -17,7 +17,6 @@ pub mod nodes;
 pub mod pattern;
 pub mod propose;
 pub mod queues;
-pub mod signature;
 pub mod stats;
 pub mod today;
 pub mod verdict;

@@ -7,7 +7,7 @@
 //! [`too_long`], [`pod_error_too_long`]. Pure: text
 //! in, text out; it compiles nothing (`validate` does, with the same byte limit).
 
-use super::signature::waiting_template;
+use crate::model::signature::waiting_template;
 use crate::model::validate::MAX_PATTERN_BYTES;
 
 /// The regular expression of `<uuid>`.
@@ -140,7 +140,7 @@ mod tests {
             "weights sha deadbeef42 mismatch",
         ];
         for message in rows {
-            let (t, cut) = super::super::signature::template(message);
+            let (t, cut) = crate::model::signature::template(message);
             let re = crate::model::validate::compile_pattern(&pattern(&t, cut)).unwrap();
             assert!(re.is_match(message), "{message:?} !~ {t:?}");
             assert!(
@@ -168,11 +168,11 @@ mod tests {
         // Cut, the line's end is not matched: 16 bytes fewer.
         assert_eq!(too_long(&over, true), None);
         let message = ["0x1f2e3d4c"; 40].join(" ");
-        let (t, cut) = super::super::signature::template(&message);
+        let (t, cut) = crate::model::signature::template(&message);
         let bytes = too_long(&t, cut).unwrap();
         assert_eq!(bytes, pattern(&t, cut).len());
         assert!(!compiles(&t, cut));
-        let (t, cut) = super::super::signature::template(&["0x1f2e3d4c"; 7].join(" "));
+        let (t, cut) = crate::model::signature::template(&["0x1f2e3d4c"; 7].join(" "));
         assert_eq!(too_long(&t, cut), None);
         assert!(compiles(&t, cut));
     }
@@ -182,7 +182,7 @@ mod tests {
     /// `MatchString` searches: never anchored to the whole text.
     #[test]
     fn pod_error_patterns_match_their_line_where_it_sits() {
-        use super::super::signature::pod_error_template;
+        use crate::model::signature::pod_error_template;
         let waiting = "Unable to start pod.\nContainer main has been in state Waiting for reason ErrImagePull (Back-off pulling image \"reg/x:1\" - check \"check-2\") for more than timeout 15m0s";
         let (t, cut) = pod_error_template(waiting);
         let p = pod_error_pattern(&t, cut);

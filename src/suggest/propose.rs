@@ -13,8 +13,8 @@ use crate::model::validate::{category_problem, name_problem, MAX_PATTERN_BYTES};
 use crate::replay::estimate::{wilson, Tally, DEPTHS, MIN_TRIALS, Z95};
 
 use super::pattern::{pod_error_too_long, too_long};
-use super::signature::{Signature, CONDITIONS};
 use super::stats::SignatureStats;
+use crate::model::signature::{Signature, CONDITIONS};
 
 /// `--min-trials`, `--futile`, `--max-limit`.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -1108,7 +1108,7 @@ mod tests {
     fn a_pattern_no_rule_can_hold_gets_no_rule() {
         let k = Knobs::default();
         let with = |message: &str, depths| {
-            let (template, cut) = super::super::signature::template(message);
+            let (template, cut) = crate::model::signature::template(message);
             let mut s = stats(depths);
             s.cut = cut;
             s.signature = Some(Signature::Container {
@@ -1141,7 +1141,7 @@ mod tests {
         // Upstream a pod error's pattern goes into the categorizer's `onPodError`.
         let mut pod = with(&hex, [(30, 15), (0, 0), (0, 0), (0, 0), (0, 0)]);
         pod.signature = Some(Signature::PodError {
-            template: super::super::signature::template(&hex).0,
+            template: crate::model::signature::template(&hex).0,
             cut: true,
         });
         assert!(matches!(

@@ -23,7 +23,7 @@ use crate::model::policy::{Action, Condition};
 use crate::replay::compare::request_time;
 use crate::replay::estimate::{wilson, Tally, DEPTHS, Z95};
 
-use super::signature::{signature, text_into, Signature};
+use crate::model::signature::{signature, text_into, Signature};
 
 /// Distinct signatures kept; the runs of any other count under [`OTHER`].
 pub const MAX_SIGNATURES: usize = 10_000;

@@ -16,8 +16,8 @@ use crate::model::validate::category_problem;
 use super::exits::{unsplit, ExitCodes};
 use super::pattern::pattern;
 use super::propose::Proposed;
-use super::signature::Signature;
 use super::stats::{Current, SignatureStats};
+use crate::model::signature::Signature;
 
 /// A rule of today's policy, kept in the proposal.
 #[derive(Debug, Clone, PartialEq)]
@@ -409,7 +409,7 @@ mod tests {
             ..SignatureStats::default()
         };
         let rule = |text: &str, action: Action, limit: Option<u32>| {
-            Proposed::for_test(text, crate::suggest::signature::Signature::Unknown, action, limit)
+            Proposed::for_test(text, crate::model::signature::Signature::Unknown, action, limit)
         };
         let signatures = [
             stats("oom@main", &[("oom/kernel", 30)]),

@@ -7,7 +7,9 @@
 //! strictly; the recommendation: the highest expectedSucceeded among the candidates with at
 //! most `--max-lost` lost jobs and a cost of at most `--max-compute`, ties broken by lower
 //! cost, fewer retries added, lower id — and none unless it beats the baseline's
-//! expectedSucceeded, or matches it for less cost. Pure: numbers in, numbers out.
+//! expectedSucceeded, or matches it for less cost; never one whose comparison has a Pending
+//! job without an estimate (its expectedSucceeded, or the baseline's, counts that job as 0,
+//! so a gain it shows may be the unknown's). Pure: numbers in, numbers out.
 //!
 //! Also owns whether the recommendation rests on the estimates alone: the recommended
 //! candidate succeeds, in the record, no more often than the baseline or than another
@@ -71,6 +73,10 @@ pub enum Excluded {
     Lost { lost: u64, max: u64 },
     /// It costs more than `--max-compute` (seconds).
     Compute { cost: f64, max: f64 },
+    /// Its comparison has `jobs` Pending jobs without an estimate (no trial of their class at
+    /// any depth, on either side), which its EXPECTED and the baseline's count as 0: a gain
+    /// it shows leaves them out.
+    WithoutEstimate { jobs: u64 },
 }
 
 /// One candidate, scored.
@@ -179,7 +185,9 @@ pub fn rank(
     let mut scored: Vec<Scored> = candidates
         .into_iter()
         .map(|(id, values, tally)| {
-            let (asked, pending) = (rates.sums(&tally.asked), rates.sums(&tally.pending));
+            let (mut asked, pending) = (rates.sums(&tally.asked), rates.sums(&tally.pending));
+            // Unknown is not zero: every Pending job of the comparison without an estimate.
+            asked.without_estimate = rates.unknown(&tally.pending, &tally.baseline_pending);
             let c = &tally.comparison;
             let cost = seconds(c.compute_added) - seconds(c.compute_removed) + pending.expected_compute;
             let cost_nanos = nanos(c.compute_added)
@@ -192,7 +200,10 @@ pub fn rank(
             let compute = max_compute
                 .filter(|&max| cost > max)
                 .map(|max| Excluded::Compute { cost, max });
-            let excluded = lost.into_iter().chain(compute).collect();
+            let unknown = (asked.without_estimate > 0).then_some(Excluded::WithoutEstimate {
+                jobs: asked.without_estimate,
+            });
+            let excluded = lost.into_iter().chain(compute).chain(unknown).collect();
             Scored {
                 id,
                 values,

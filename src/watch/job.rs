@@ -13,7 +13,7 @@
 use crate::engine::job_report::RuleLabel;
 use crate::engine::{DecisionKind, Detail, JobReport, Settings};
 use crate::model::duration::GoDuration;
-use crate::model::failure_history::{FailureHistory, Final, Outcome as RunOutcome};
+use crate::model::failure_history::{FailureHistory, Final, Outcome as RunOutcome, Run};
 use crate::replay::categorize::Reclassify;
 use crate::replay::compare::{request_time, JobDiff, Transition};
 use crate::replay::recorded::Recorded;
@@ -30,6 +30,9 @@ pub struct Retry {
     /// The failure category of the run it retried, as today's categorizer gave it (the
     /// recorded one without a categorizer); [`NO_CATEGORY`] when it has none.
     pub category: String,
+    /// The signature of the run it retried, as suggest computes it
+    /// (docs/reference/suggest.md "Signatures").
+    pub signature: String,
     /// The run it started: its run time × the job's GPU request, and × its CPU request
     /// (nanoseconds × thousandths of a device).
     pub gpu: u128,
@@ -64,6 +67,8 @@ pub struct Seen {
     pub contradicted: bool,
     /// Today's retries that collide with a failed pod the executor keeps.
     pub collisions: u64,
+    /// Of those, the ones the record shows ran (suggest's `collisionsRan`).
+    pub collisions_ran: u64,
     /// The record's failed runs: a job with one is in the verdict's sample, and an incident
     /// window's runs count them.
     pub failed_runs: u64,
@@ -79,12 +84,14 @@ pub struct Seen {
 /// Replays `history` under every side of `sets` (the one per-job comparison,
 /// `replay::run::compare_job`, as `simulate --baseline` replays it); `Err` when today's policy
 /// cannot replay it (the job is then not counted, as `simulate --baseline` does not compare
-/// it). `reclassify`: the worker's scratch.
+/// it). `reclassify`: the worker's scratch; `sign`: a failed run's signature (suggest's, which
+/// the command gives: `watch` does not import `suggest`).
 pub fn see(
     sets: &PolicySets,
     settings: &Settings,
     history: &mut FailureHistory,
     reclassify: &mut Reclassify,
+    sign: fn(&Run) -> String,
 ) -> Result<Seen, String> {
     // The contradiction checks need the summary's detail; the decisions are the outcome's.
     let asks = Asks {
@@ -102,10 +109,11 @@ pub fn see(
     let mut seen = Seen {
         job: history.job.id.clone(),
         queue: history.job.queue.clone().unwrap_or_default(),
-        retries: retries(baseline, &today.categories),
+        retries: retries(baseline, &today.categories, history, sign),
         failed: baseline.status.final_state() == Final::Failed,
         contradicted: !baseline.contradictions.is_empty(),
         collisions: today.collisions,
+        collisions_ran: today.collisions_ran,
         failed_runs: history.runs.iter().filter(|r| r.outcome == RunOutcome::Failed).count() as u64,
         recorded,
         shadows: Vec::with_capacity(sets.candidates.len()),
@@ -124,9 +132,15 @@ pub fn see(
 }
 
 /// The retries of a report, each with the rule that granted it, the category of the run it
-/// retried (`categories`, by run index) and the cost of the run it started (the next run of
-/// the report: a retry at its last run leaves the job Pending).
-fn retries(report: &JobReport, categories: &[Option<String>]) -> Vec<Retry> {
+/// retried (`categories`, by run index) and its signature (`sign` of `history`'s run), and the
+/// cost of the run it started (the next run of the report: a retry at its last run leaves the
+/// job Pending).
+fn retries(
+    report: &JobReport,
+    categories: &[Option<String>],
+    history: &FailureHistory,
+    sign: fn(&Run) -> String,
+) -> Vec<Retry> {
     let r = report.resources.as_ref();
     let (gpu, cpu) = (r.and_then(|r| r.gpu_milli), r.and_then(|r| r.cpu_milli));
     let mut out = Vec::new();
@@ -147,6 +161,7 @@ fn retries(report: &JobReport, categories: &[Option<String>]) -> Vec<Retry> {
         out.push(Retry {
             rule,
             category,
+            signature: history.runs.get(run.index).map_or_else(String::new, sign),
             gpu: request_time(ran, gpu),
             cpu: request_time(ran, cpu),
         });
@@ -182,7 +197,7 @@ fn shadow(diff: JobDiff) -> Shadow {
 
 /// Adds `seen` to `counters`: the job under its recorded `outcome`, its retries by rule (and,
 /// when today's policy failed it anyway, as futile, by rule and category, with their runs' GPU
-/// and CPU time), its collisions and contradiction, and each candidate's change and GPU time
+/// and CPU time), its collisions (and those the record shows ran) and contradiction, and each candidate's change and GPU time
 /// under the candidate's name.
 pub fn count(counters: &mut Counters, seen: &Seen, outcome: Outcome, names: &[String]) {
     let q = seen.queue.as_str();
@@ -190,7 +205,9 @@ pub fn count(counters: &mut Counters, seen: &Seen, outcome: Outcome, names: &[St
     for r in &seen.retries {
         counters.add(Family::Retries, &[q, r.rule.as_str()], 1);
         if seen.failed {
-            let labels = [q, r.rule.as_str(), r.category.as_str()];
+            // The signature as it is: `Window::bound_signatures` keeps a queue's 20 most
+            // futile of the window, the others `other`, before the page is counted.
+            let labels = [q, r.rule.as_str(), r.category.as_str(), r.signature.as_str()];
             counters.add(Family::FutileRetries, &labels, 1);
             counters.add(Family::FutileRetryGpuSeconds, &labels, r.gpu);
             counters.add(Family::FutileRetryCpuSeconds, &labels, r.cpu);
@@ -198,6 +215,9 @@ pub fn count(counters: &mut Counters, seen: &Seen, outcome: Outcome, names: &[St
     }
     if seen.collisions > 0 {
         counters.add(Family::Collisions, &[q], u128::from(seen.collisions));
+    }
+    if seen.collisions_ran > 0 {
+        counters.add(Family::CollisionsRan, &[q], u128::from(seen.collisions_ran));
     }
     if seen.contradicted {
         counters.add(Family::Contradictions, &[q], 1);
@@ -272,7 +292,10 @@ mod tests {
                 settings: None,
             }],
         };
-        see(&sets, &Settings::default(), h, &mut Reclassify::default()).unwrap()
+        see(&sets, &Settings::default(), h, &mut Reclassify::default(), |r| {
+            format!("exit:{}", r.containers[0].exit_code)
+        })
+        .unwrap()
     }
 
     const HOUR_OF_2_GPUS: u128 = 3600 * 1_000_000_000 * 2000;
@@ -296,6 +319,7 @@ mod tests {
             [Retry {
                 rule: "p/0".into(),
                 category: "oom".into(),
+                signature: "exit:1".into(),
                 gpu: HOUR_OF_2_GPUS,
                 cpu: 3600 * 1_000_000_000 * 500,
             }]
@@ -304,9 +328,9 @@ mod tests {
         let mut c = Counters::default();
         count(&mut c, &s, Outcome::Failed, &["c.yaml".into()]);
         assert_eq!(c.get(Family::Jobs, &["ml", "failed"]), 1);
-        assert_eq!(c.get(Family::FutileRetries, &["ml", "p/0", "oom"]), 1);
+        assert_eq!(c.get(Family::FutileRetries, &["ml", "p/0", "oom", "exit:1"]), 1);
         assert_eq!(
-            c.get(Family::FutileRetryGpuSeconds, &["ml", "p/0", "oom"]),
+            c.get(Family::FutileRetryGpuSeconds, &["ml", "p/0", "oom", "exit:1"]),
             HOUR_OF_2_GPUS
         );
         assert_eq!(c.get(Family::ShadowJobs, &["ml", "c.yaml", "rescued"]), 1);
@@ -325,7 +349,7 @@ mod tests {
         let mut c = Counters::default();
         count(&mut c, &s, Outcome::Succeeded, &["c.yaml".into()]);
         assert_eq!(c.get(Family::Retries, &["ml", "p/0"]), 2);
-        assert_eq!(c.get(Family::FutileRetries, &["ml", "p/0", "oom"]), 0);
+        assert_eq!(c.get(Family::FutileRetries, &["ml", "p/0", "oom", "exit:1"]), 0);
         assert_eq!(c.get(Family::ShadowJobs, &["ml", "c.yaml", "same"]), 1);
     }
 

@@ -7,7 +7,8 @@
 //! sum is what `simulate --baseline` prints) and the label values a series may take
 //! ([`Outcome`], [`Change`], [`Reason`]). Must not: render the text format (that is
 //! `output::watch`), read a clock, or hold a label value that is not bounded by the
-//! command line (queues, rules of the policies, candidates' file names, the fixed words here).
+//! command line (queues, rules of the policies, candidates' file names, the fixed words here),
+//! but for `signature`: a queue's [`TOP_SIGNATURES`] and [`OTHER_SIGNATURE`].
 
 use std::collections::BTreeMap;
 
@@ -52,11 +53,13 @@ pub enum Family {
     FutileRetryGpuSeconds,
     FutileRetryCpuSeconds,
     Collisions,
+    CollisionsRan,
     ShadowJobs,
     ShadowGpuSeconds,
     ShadowVerdict,
     Contradictions,
     IncompleteJobs,
+    LateJobs,
     IncidentsActive,
     IncidentFailedRuns,
     UnreadableRows,
@@ -104,19 +107,21 @@ use Kind::{Counter, Gauge};
 use Unit::{Count, DeviceTime, Micros, Millis};
 
 /// Every family, in the order `/metrics` lists them (and of [`Family`]'s variants).
-pub const FAMILIES: [Spec; 19] = [
+pub const FAMILIES: [Spec; 21] = [
     spec(Family::Jobs, "retryctl_watch_jobs_total", Counter, Count, &["queue", "outcome"],
         "Jobs that reached a terminal state with a run to replay, by their outcome as Lookout recorded it."),
     spec(Family::Retries, "retryctl_watch_retries_total", Counter, Count, &["queue", "rule"],
         "Retries today's policy granted, by the rule that granted them."),
-    spec(Family::FutileRetries, "retryctl_watch_futile_retries_total", Counter, Count, &["queue", "rule", "category"],
-        "Retries today's policy granted to jobs it failed in the end, by rule and by the failure category of the run retried."),
-    spec(Family::FutileRetryGpuSeconds, "retryctl_watch_futile_retry_gpu_seconds_total", Counter, DeviceTime, &["queue", "rule", "category"],
-        "GPU-seconds of the runs those futile retries started (run time times GPUs requested), by rule and category."),
-    spec(Family::FutileRetryCpuSeconds, "retryctl_watch_futile_retry_cpu_seconds_total", Counter, DeviceTime, &["queue", "rule", "category"],
-        "CPU-seconds of the runs those futile retries started (run time times CPUs requested), by rule and category."),
+    spec(Family::FutileRetries, "retryctl_watch_futile_retries_total", Counter, Count, &["queue", "rule", "category", "signature"],
+        "Retries today's policy granted to jobs it failed in the end, by rule, by the failure category of the run retried and by its signature (a queue's 20 most futile over --window; other for the rest)."),
+    spec(Family::FutileRetryGpuSeconds, "retryctl_watch_futile_retry_gpu_seconds_total", Counter, DeviceTime, &["queue", "rule", "category", "signature"],
+        "GPU-seconds of the runs those futile retries started (run time times GPUs requested), by rule, category and signature."),
+    spec(Family::FutileRetryCpuSeconds, "retryctl_watch_futile_retry_cpu_seconds_total", Counter, DeviceTime, &["queue", "rule", "category", "signature"],
+        "CPU-seconds of the runs those futile retries started (run time times CPUs requested), by rule, category and signature."),
     spec(Family::Collisions, "retryctl_watch_collisions_total", Counter, Count, &["queue"],
         "Retries today's policy granted that reuse the name of a failed pod the executor keeps (they collide)."),
+    spec(Family::CollisionsRan, "retryctl_watch_collisions_ran_total", Counter, Count, &["queue"],
+        "Of those, retries the record shows ran (the next run started): above 0, the baseline's executor config is not the one the cluster runs."),
     spec(Family::ShadowJobs, "retryctl_watch_shadow_jobs_total", Counter, Count, &["queue", "candidate", "change"],
         "Jobs by what a candidate policy would have done to them against today's (as simulate --baseline)."),
     spec(Family::ShadowGpuSeconds, "retryctl_watch_shadow_gpu_seconds_total", Counter, DeviceTime, &["queue", "candidate", "direction"],
@@ -127,6 +132,8 @@ pub const FAMILIES: [Spec; 19] = [
         "Jobs whose record contradicts today's policy (is it what the cluster runs?)."),
     spec(Family::IncompleteJobs, "retryctl_watch_incomplete_jobs_total", Counter, Count, &["queue"],
         "Jobs counted as their record stood after --settle, a run still in flight or none written."),
+    spec(Family::LateJobs, "retryctl_watch_late_jobs_total", Counter, Count, &["queue"],
+        "Jobs Lookout wrote further behind the cursor than --lookback, never to be counted (raise --lookback)."),
     spec(Family::IncidentsActive, "retryctl_watch_incidents_active", Gauge, Count, &[],
         "1 while the last hour of failures counted is an incident window (docs/reference/suggest.md), else 0."),
     spec(Family::IncidentFailedRuns, "retryctl_watch_incident_failed_runs_total", Counter, Count, &["queue"],
@@ -289,6 +296,14 @@ pub const VERDICTS: [&str; 4] = ["adopt", "keep", "reject", "inconclusive"];
 /// The `category` label of a failure with no category.
 pub const NO_CATEGORY: &str = "none";
 
+/// The `signature` label of the futile retries of a signature outside its queue's
+/// [`TOP_SIGNATURES`].
+pub const OTHER_SIGNATURE: &str = "other";
+
+/// The signatures of a queue with the most futile retries over the window that have a
+/// `signature` label of their own.
+pub const TOP_SIGNATURES: usize = 20;
+
 /// Every counter series: (family, label values in [`Family::labels`]' order) → its integer.
 /// Sums never wrap: a series that would pass 2^128 − 1 stays there (no real cluster comes near:
 /// docs/estimates.md's bound on device time).
@@ -327,6 +342,18 @@ impl Counters {
         self.series.iter().map(|((f, l), n)| (*f, l.as_slice(), *n))
     }
 
+    /// Gives the series of `family` the label values `relabel` makes of theirs (series that
+    /// come to share their values are added together).
+    pub fn relabel(&mut self, family: Family, mut relabel: impl FnMut(&mut Vec<String>)) {
+        for ((f, mut labels), n) in std::mem::take(&mut self.series) {
+            if f == family {
+                relabel(&mut labels);
+            }
+            let v = self.series.entry((f, labels)).or_insert(0);
+            *v = v.saturating_add(n);
+        }
+    }
+
     /// Keeps the series whose labels `keep` accepts (a queue or a candidate no longer
     /// watched, after a restart with other flags); returns how many were dropped.
     pub fn retain(&mut self, mut keep: impl FnMut(Family, &[String]) -> bool) -> usize {
@@ -337,7 +364,7 @@ impl Counters {
 
     /// The series a scrape shows before anything is counted, each at 0, so that an alert's
     /// `increase()` sees a series' first step: every queue's outcomes, contradictions,
-    /// collisions, incomplete jobs and incident runs, every candidate's changes and
+    /// collisions (and those that ran), incomplete and late jobs and incident runs, every candidate's changes and
     /// directions, every reason, and the unreadable rows.
     pub fn zeros(queues: &[String], candidates: &[String]) -> Counters {
         let mut c = Counters::default();
@@ -352,7 +379,9 @@ impl Counters {
             for f in [
                 Family::Contradictions,
                 Family::Collisions,
+                Family::CollisionsRan,
                 Family::IncompleteJobs,
+                Family::LateJobs,
                 Family::IncidentFailedRuns,
             ] {
                 c.add(f, &[q], 0);
@@ -411,8 +440,8 @@ mod tests {
     #[test]
     fn the_zeros_name_every_bounded_series() {
         let c = Counters::zeros(&["ml".into()], &["a.yaml".into(), "b".into()]);
-        // 3 outcomes + 4 per-queue counters + 2 × (5 changes + 3 directions) + 4 reasons + 1.
-        assert_eq!(c.iter().count(), 3 + 4 + 2 * 8 + 4 + 1);
+        // 3 outcomes + 6 per-queue counters + 2 × (5 changes + 3 directions) + 4 reasons + 1.
+        assert_eq!(c.iter().count(), 3 + 6 + 2 * 8 + 4 + 1);
         assert!(c.iter().all(|(_, _, n)| n == 0));
     }
 }

@@ -4,7 +4,8 @@
 //! Owns: [`job`] (one job replayed under every side and added to the counters), [`metrics`]
 //! (the one table of families, and their series), [`cursor`] (where the record is read from
 //! and which jobs were counted), [`waiting`] (the jobs read before their record was
-//! complete), [`window`] (the last `--window` as hourly sums, which a candidate's verdict is
+//! complete), [`late`] (the jobs Lookout wrote behind the span each poll reads again),
+//! [`window`] (the last `--window` as hourly sums, which a candidate's verdict is
 //! judged on), [`state`] (what `--state` holds, as text) and [`schedule`] (the wait after a
 //! poll, `/healthz`). Pure, as `replay` is: no I/O, clock, environment or randomness; the
 //! command (`commands::watch`) polls, serves and writes the file, `output::watch` renders
@@ -13,6 +14,7 @@
 
 pub mod cursor;
 pub mod job;
+pub mod late;
 pub mod metrics;
 pub mod schedule;
 pub mod state;

@@ -8,9 +8,12 @@
 //! The document: `{"kind": "retryctl watch state", "version": 2, "start", "cursor": {"at",
 //! "job"} | null, "lastPollSuccess", "counted", "counters": [{"metric", "labels", "value"}],
 //! "waiting": [[id, queue, at, since, state]], "window": {HOUR: {"failedJobs", "candidates":
-//! {NAME: comparison}}}}`. A version 1 document (before `waiting` and `window`) reads with
-//! neither, its futile-retry series labelled `category="unknown"` (counted before categories
-//! were kept), so that no counter goes back.
+//! {NAME: comparison}}}, "behind": {"from", "to", "counts": {QUEUE: {HOUR: jobs}}}}` (a
+//! document without `behind`, from before it was kept, reads with none). A version 1 document
+//! (before `waiting` and `window`) reads with neither, its futile-retry series labelled
+//! `category="unknown"` (counted before categories were kept), so that no counter goes back; a
+//! futile-retry series without a `signature` (from before signatures were kept) reads as
+//! `signature="unknown"`.
 //! Times are integers (`start` and `cursor.at` microseconds since the Unix epoch, as Lookout
 //! stores them; `lastPollSuccess` milliseconds); `counted` is the pairs of
 //! [`super::cursor::Seen`] as base64 of 16 little-endian bytes each (time, hash): a burst of
@@ -21,6 +24,7 @@ use base64::Engine as _;
 use serde_json::{json, Map, Value};
 
 use super::cursor::{Cursor, Seen};
+use super::late::Behind;
 use super::metrics::{Counters, Family};
 use super::waiting::Waiting;
 use super::window::Window;
@@ -30,6 +34,10 @@ const VERSION: u64 = 2;
 
 /// The `category` of a futile-retry series read from a version 1 state.
 pub const UNKNOWN_CATEGORY: &str = "unknown";
+
+/// The `signature` of a futile-retry series read from a state written before they carried
+/// one.
+pub const UNKNOWN_SIGNATURE: &str = "unknown";
 
 /// The document's top level as read: the large lists typed (no tree of values for 200,000
 /// waiting jobs), the rest checked field by field.
@@ -56,6 +64,8 @@ struct Doc {
     waiting: Option<Vec<WaitRow>>,
     #[serde(default)]
     window: Option<Window>,
+    #[serde(default)]
+    behind: Option<Behind>,
 }
 
 /// Everything a restart resumes from.
@@ -73,6 +83,8 @@ pub struct State {
     pub waiting: Waiting,
     /// The last `--window` of jobs counted, as hourly sums.
     pub window: Window,
+    /// The jobs behind the re-read span, as the last poll counted them (`late`).
+    pub behind: Behind,
 }
 
 impl State {
@@ -140,6 +152,8 @@ impl State {
         }
         out.write_all(b"],\"window\":")?;
         serde_json::to_writer(&mut *out, &self.window)?;
+        out.write_all(b",\"behind\":")?;
+        serde_json::to_writer(&mut *out, &self.behind)?;
         out.write_all(b"}")
     }
 
@@ -205,6 +219,11 @@ impl State {
             if version == 1 && family.labels().contains(&"category") && !labels.contains_key("category") {
                 labels.insert("category".into(), Value::String(UNKNOWN_CATEGORY.into()));
             }
+            // Counted before futile retries carried their signature: `unknown`, so that no
+            // total goes back.
+            if family.labels().contains(&"signature") && !labels.contains_key("signature") {
+                labels.insert("signature".into(), Value::String(UNKNOWN_SIGNATURE.into()));
+            }
             if labels.len() != family.labels().len() {
                 return Err(at(format!("`{name}` has the labels {:?}", family.labels())));
             }
@@ -232,6 +251,7 @@ impl State {
             last_success,
             waiting,
             window: v.window.unwrap_or_default(),
+            behind: v.behind.unwrap_or_default(),
         })
     }
 }
@@ -302,6 +322,7 @@ mod tests {
             failed: false,
             contradicted: true,
             collisions: 0,
+            collisions_ran: 0,
             failed_runs: 1,
             recorded: Default::default(),
             shadows: vec![Some(shadow)],
@@ -325,7 +346,11 @@ mod tests {
     fn a_version_1_state_reads_its_futile_series_with_an_unknown_category() {
         let v1 = r#"{"kind":"retryctl watch state","version":1,"start":5,"cursor":null,"lastPollSuccess":null,"counted":"","counters":[{"metric":"retryctl_watch_futile_retries_total","labels":{"queue":"ml","rule":"p/0"},"value":"7"}]}"#;
         let s = State::from_json(v1).unwrap();
-        assert_eq!(s.counters.get(Family::FutileRetries, &["ml", "p/0", "unknown"]), 7);
+        assert_eq!(
+            s.counters
+                .get(Family::FutileRetries, &["ml", "p/0", "unknown", "unknown"]),
+            7
+        );
         assert!(s.waiting.is_empty() && s.window.is_empty());
     }
 

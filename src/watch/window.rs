@@ -9,6 +9,10 @@
 //! suggest's rule, docs/reference/suggest.md "Incidents", on hours instead of 10-minute
 //! steps).
 //!
+//! The same sums rank each queue's signatures by their futile retries over the window
+//! ([`Window::top_signatures`]), which bounds the `signature` label of the futile-retry
+//! counters ([`Window::bound_signatures`]).
+//!
 //! Owns: [`Window`] and [`Hour`]. Must not: judge a candidate (the command judges the sums by
 //! suggest's rules) or read a clock.
 
@@ -21,6 +25,7 @@ use crate::replay::explained::Explained;
 use crate::replay::incidents::is_unusual;
 
 use super::job::Seen;
+use super::metrics::{Counters, Family, OTHER_SIGNATURE, TOP_SIGNATURES};
 
 /// An hour, in microseconds.
 pub const HOUR: i64 = 3_600 * 1_000_000;
@@ -43,6 +48,24 @@ pub struct Hour {
     /// The hour was found an incident window, and its failed runs counted as the incident's.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub incident: bool,
+    /// The futile retries of the jobs counted, by queue, then by the signature of the run
+    /// retried ([`HOUR_SIGNATURES`] of them at most, the rest under `other`): which of a queue's
+    /// signatures have a `signature` label of their own.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub futile: BTreeMap<String, BTreeMap<String, u64>>,
+}
+
+/// The signatures an hour keeps for a queue, at most: the hour's sums stay bounded whatever
+/// the messages.
+pub const HOUR_SIGNATURES: usize = 200;
+
+/// Adds `n` futile retries of `signature` to a queue's signatures of an hour.
+fn add_futile(of: &mut BTreeMap<String, u64>, signature: &str, n: u64) {
+    let key = match of.contains_key(signature) || of.len() < HOUR_SIGNATURES {
+        true => signature,
+        false => OTHER_SIGNATURE,
+    };
+    *of.entry(key.to_string()).or_default() += n;
 }
 
 /// The hours counted, by their start (microseconds since the Unix epoch).
@@ -64,6 +87,12 @@ impl Window {
                 None => {
                     hour.failed_runs.insert(seen.queue.clone(), seen.failed_runs);
                 }
+            }
+        }
+        if seen.failed && !seen.retries.is_empty() {
+            let of = hour.futile.entry(seen.queue.clone()).or_default();
+            for r in &seen.retries {
+                add_futile(of, &r.signature, 1);
             }
         }
         for (name, shadow) in names.iter().zip(&seen.shadows) {
@@ -89,6 +118,55 @@ impl Window {
             for (name, c) in hour.candidates {
                 mine.candidates.entry(name).or_default().merge(&c);
             }
+            for (queue, signatures) in hour.futile {
+                let of = mine.futile.entry(queue).or_default();
+                for (signature, n) in signatures {
+                    add_futile(of, &signature, n);
+                }
+            }
+        }
+    }
+
+    /// The [`TOP_SIGNATURES`] signatures of `queue` with the most futile retries in the hours
+    /// from the one that holds `from` on (ties by their text).
+    pub fn top_signatures(&self, queue: &str, from: i64) -> Vec<String> {
+        let mut sums: BTreeMap<&str, u64> = BTreeMap::new();
+        for hour in self.hours.range(from.div_euclid(HOUR) * HOUR..).map(|(_, h)| h) {
+            for (signature, n) in hour.futile.get(queue).into_iter().flatten() {
+                *sums.entry(signature).or_default() += n;
+            }
+        }
+        let mut ranked: Vec<(&str, u64)> = sums.into_iter().filter(|(s, _)| *s != OTHER_SIGNATURE).collect();
+        ranked.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+        ranked
+            .into_iter()
+            .take(TOP_SIGNATURES)
+            .map(|(s, _)| s.to_string())
+            .collect()
+    }
+
+    /// The futile-retry series of `counters` (a page's, each under its run's signature) with
+    /// their `signature` bounded: one of its queue's [`Window::top_signatures`] from `from`
+    /// (this window holding the page), or `other`.
+    pub fn bound_signatures(&self, counters: &mut Counters, from: i64) {
+        let mut tops: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for family in [
+            Family::FutileRetries,
+            Family::FutileRetryGpuSeconds,
+            Family::FutileRetryCpuSeconds,
+        ] {
+            counters.relabel(family, |labels| {
+                // (queue, rule, category, signature)
+                let [queue, .., signature] = labels.as_mut_slice() else {
+                    return;
+                };
+                let top = tops
+                    .entry(queue.clone())
+                    .or_insert_with(|| self.top_signatures(queue, from));
+                if !top.contains(signature) {
+                    *signature = OTHER_SIGNATURE.to_string();
+                }
+            });
         }
     }
 
@@ -224,6 +302,48 @@ mod tests {
         assert_eq!(counted, 40);
         // A usual hour counts nothing.
         assert!(parts.merge_counting_incidents(with(&[(49, 2)]), 0).is_empty());
+    }
+
+    #[test]
+    fn a_queue_s_twenty_most_futile_signatures_keep_their_own_label() {
+        let mut w = Window::default();
+        // 25 signatures on `ml`: `s00` with 25 futile retries, `s01` 24, … `s24` 1; an hour
+        // before the window counts for nothing.
+        for (k, hour) in [(0, 0), (1, 5)] {
+            let h = w.hours.entry(hour * HOUR).or_default();
+            let of = h.futile.entry("ml".into()).or_default();
+            for i in 0..25u64 {
+                add_futile(of, &format!("s{i:02}"), (25 - i) * (1 + k * 100));
+            }
+        }
+        let top = w.top_signatures("ml", 5 * HOUR);
+        assert_eq!(top.len(), TOP_SIGNATURES);
+        assert_eq!((top[0].as_str(), top[19].as_str()), ("s00", "s19"));
+        assert!(w.top_signatures("batch", 0).is_empty());
+        let mut c = Counters::default();
+        for s in ["s00", "s19", "s20", "s24"] {
+            c.add(Family::FutileRetries, &["ml", "p/0", "none", s], 1);
+            c.add(Family::FutileRetryGpuSeconds, &["ml", "p/0", "none", s], 10);
+        }
+        c.add(Family::Retries, &["ml", "p/0"], 4);
+        w.bound_signatures(&mut c, 5 * HOUR);
+        let futile = |s: &str| c.get(Family::FutileRetries, &["ml", "p/0", "none", s]);
+        assert_eq!(
+            (futile("s00"), futile("s19"), futile("s20"), futile("other")),
+            (1, 1, 0, 2)
+        );
+        assert_eq!(
+            c.get(Family::FutileRetryGpuSeconds, &["ml", "p/0", "none", "other"]),
+            20
+        );
+        assert_eq!(c.get(Family::Retries, &["ml", "p/0"]), 4);
+        // An hour keeps HOUR_SIGNATURES signatures of a queue; the rest are `other`.
+        let mut of = BTreeMap::new();
+        for i in 0..HOUR_SIGNATURES + 3 {
+            add_futile(&mut of, &format!("m{i}"), 1);
+        }
+        assert_eq!(of.len(), HOUR_SIGNATURES + 1);
+        assert_eq!(of[OTHER_SIGNATURE], 3);
     }
 
     #[test]

@@ -425,6 +425,55 @@ fn suggest(dir: &Path, jobs: &[Job], extra: &[&str]) -> (Value, String) {
     )
 }
 
+/// A week whose jobs name no job set (as the README's route week: one job set's failing jobs
+/// can take a window under the bound at its edges, where a sweep's are few), and 300 of its
+/// own jobs (every 7th, and their failures) again on Thursday from 14:00, one every 12
+/// seconds: a surge.
+fn surge_week() -> Vec<Job> {
+    let mut jobs = week(1);
+    for j in &mut jobs {
+        j.set = None;
+    }
+    let again: Vec<Job> = (0..300)
+        .map(|k| &jobs[k * 7 % jobs.len()])
+        .enumerate()
+        .map(|(k, j)| Job {
+            id: format!("again-{k:03}"),
+            at: hour(3, 14) + 12 * k as i64,
+            set: j.set.clone(),
+            fails: j.fails.clone(),
+        })
+        .collect();
+    jobs.extend(again);
+    jobs
+}
+
+/// The week, and Wednesday 08:00–09:30: 120 jobs of 6 job sets, every run failing on the
+/// registry (an incident).
+fn outage_week() -> Vec<Job> {
+    let mut jobs = week(1);
+    jobs.extend((0..120).map(|k| Job {
+        id: format!("outage-{k:03}"),
+        at: hour(2, 8) + 45 * k as i64,
+        set: Some(format!("train-{}", k % 6)),
+        fails: vec![UNAVAILABLE; 4],
+    }));
+    jobs
+}
+
+/// The week, and Wednesday from 08:00: 120 jobs of `sweep-17`, each failing 4 times on a bad
+/// config key (the week's own config error): its burst.
+fn burst_week() -> Vec<Job> {
+    let mut jobs = week(1);
+    jobs.extend((0..120).map(|k| Job {
+        id: format!("sweep-{k:03}"),
+        at: hour(2, 8) + 30 * k as i64,
+        set: Some("sweep-17".into()),
+        fails: vec![CONFIG; 4],
+    }));
+    jobs
+}
+
 #[test]
 fn a_week_overlaid_10_and_30_times_with_no_outage_holds_one_window_at_most() {
     for copies in [10, 30] {
@@ -439,25 +488,7 @@ fn a_week_overlaid_10_and_30_times_with_no_outage_holds_one_window_at_most() {
 
 #[test]
 fn a_sweep_of_the_usual_mix_is_a_surge_and_learned_from() {
-    // A week whose jobs name no job set (as the README's route week): one job set's failing
-    // jobs can take a window under the bound at its edges, where a sweep's are few.
-    let mut jobs = week(1);
-    for j in &mut jobs {
-        j.set = None;
-    }
-    // 300 of the week's own jobs (every 7th, and their failures), again on Thursday from 14:00,
-    // one every 12 seconds.
-    let again: Vec<Job> = (0..300)
-        .map(|k| &jobs[k * 7 % jobs.len()])
-        .enumerate()
-        .map(|(k, j)| Job {
-            id: format!("again-{k:03}"),
-            at: hour(3, 14) + 12 * k as i64,
-            set: j.set.clone(),
-            fails: j.fails.clone(),
-        })
-        .collect();
-    jobs.extend(again);
+    let jobs = surge_week();
     let dir = tempfile::tempdir().unwrap();
     let (v, stderr) = suggest(dir.path(), &jobs, &[]);
     let want = rule(&failing(&jobs));
@@ -474,14 +505,7 @@ fn a_sweep_of_the_usual_mix_is_a_surge_and_learned_from() {
 
 #[test]
 fn an_outage_over_many_job_sets_and_nodes_is_an_incident() {
-    let mut jobs = week(1);
-    // Wednesday 08:00–09:30: 120 jobs of 6 job sets, every run failing on the registry.
-    jobs.extend((0..120).map(|k| Job {
-        id: format!("outage-{k:03}"),
-        at: hour(2, 8) + 45 * k as i64,
-        set: Some(format!("train-{}", k % 6)),
-        fails: vec![UNAVAILABLE; 4],
-    }));
+    let jobs = outage_week();
     let dir = tempfile::tempdir().unwrap();
     let (v, stderr) = suggest(dir.path(), &jobs, &[]);
     let want = rule(&failing(&jobs));
@@ -495,15 +519,7 @@ fn an_outage_over_many_job_sets_and_nodes_is_an_incident() {
 
 #[test]
 fn one_job_sets_batch_is_its_burst_and_its_retries_are_learned_from() {
-    let mut jobs = week(1);
-    // Wednesday from 08:00: 120 jobs of `sweep-17`, each failing 4 times on a bad config key
-    // (the week's own config error).
-    jobs.extend((0..120).map(|k| Job {
-        id: format!("sweep-{k:03}"),
-        at: hour(2, 8) + 30 * k as i64,
-        set: Some("sweep-17".into()),
-        fails: vec![CONFIG; 4],
-    }));
+    let jobs = burst_week();
     let dir = tempfile::tempdir().unwrap();
     let (v, stderr) = suggest(dir.path(), &jobs, &[]);
     let want = rule(&failing(&jobs));
@@ -530,4 +546,84 @@ fn one_job_sets_batch_is_its_burst_and_its_retries_are_learned_from() {
     let (off, _) = suggest(dir.path(), &jobs, &["--incidents", "off"]);
     assert_eq!(config(&v), config(&off));
     assert!(config(&v).as_u64().unwrap() >= 360);
+}
+
+/// The windows of a `simulate` or `tune` json's `incidents` object, in suggest's terms: a
+/// burst's job set, a surge's jobs and expected count.
+fn replay_windows(incidents: &Value) -> Vec<(String, String, Kind)> {
+    let as_suggest = json!({"suggest": {
+        "incidents": incidents["windows"],
+        "bursts": incidents["bursts"],
+        "surges": incidents["surges"],
+    }});
+    windows(&as_suggest)
+}
+
+/// What leaving the incidents out left out of a `simulate` or `tune` json's estimates: the
+/// failed runs counted and those in the windows.
+fn left_out(incidents: &Value) -> (u64, u64) {
+    let n = |k: &str| incidents[k].as_u64().unwrap_or(0);
+    (n("failedRuns"), n("inWindows"))
+}
+
+#[test]
+fn suggest_simulate_and_tune_find_the_same_windows_of_the_same_kinds() {
+    for (name, jobs) in [
+        ("burst", burst_week()),
+        ("surge", surge_week()),
+        ("outage", outage_week()),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let (v, _) = suggest(dir.path(), &jobs, &[]);
+        let want = windows(&v);
+        assert!(!want.is_empty(), "{name}");
+        assert_eq!(want, as_listed(rule(&failing(&jobs))), "{name}");
+        std::fs::write(
+            dir.path().join("candidate.yaml"),
+            "apiVersion: armadaproject.io/v1\nkind: RetryPolicy\nmetadata:\n  name: today\nspec:\n  retryLimit: 1\n  defaultAction: Retry\n  rules: []\n",
+        )
+        .unwrap();
+        let home = temp_home();
+        let run = |args: &[&str]| -> Value {
+            let out = retryctl(home.path())
+                .current_dir(dir.path())
+                .args(args)
+                .output()
+                .unwrap();
+            assert!(out.status.code().is_some_and(|c| c <= 1), "{}", format_output(&out));
+            serde_json::from_slice(&out.stdout).unwrap()
+        };
+        let simulate = run(&[
+            "simulate",
+            "-f",
+            "candidate.yaml",
+            "--baseline",
+            "today.yaml",
+            "--history",
+            "week.jsonl",
+            "-o",
+            "json",
+        ]);
+        let tune = run(&[
+            "tune",
+            "-f",
+            "today.yaml",
+            "--vary",
+            "today:spec.retryLimit=0..3",
+            "--history",
+            "week.jsonl",
+            "-o",
+            "json",
+        ]);
+        let (simulate, tune) = (&simulate["comparison"]["incidents"], &tune["tune"]["incidents"]);
+        assert_eq!(replay_windows(simulate), want, "{name}: simulate --baseline {simulate}");
+        assert_eq!(replay_windows(tune), want, "{name}: tune {tune}");
+        // The same runs left out: the incidents' failed runs, as suggest lists them.
+        let listed: u64 = v["suggest"]["incidents"]
+            .as_array()
+            .map_or(0, |w| w.iter().map(|w| w["failedRuns"].as_u64().unwrap()).sum());
+        assert_eq!(left_out(simulate).1, listed, "{name}: {simulate}");
+        assert_eq!(left_out(tune), left_out(simulate), "{name}");
+        assert_eq!(name == "outage", listed > 0, "{name}");
+    }
 }

@@ -317,7 +317,7 @@ fn a_window_given_by_hand_must_be_a_span() {
 
 /// Today's Armada as deployed: `network` keeps its failed pods (no `action: Delete`), so a
 /// retry of a connection reset reuses the kept pod's name, collides, and its lease is returned.
-const EXECUTOR: &str = "application:
+pub(crate) const EXECUTOR: &str = "application:
   clusterId: ml-gpu-a
   errorCategories:
     enabled: true
@@ -333,7 +333,7 @@ const EXECUTOR: &str = "application:
             onTerminationMessage: {pattern: \"CUDA error\"}
 ";
 
-const POLICIES: &str = "apiVersion: armadaproject.io/v1beta1
+pub(crate) const POLICIES: &str = "apiVersion: armadaproject.io/v1beta1
 kind: RetryPolicy
 name: ml-today
 retryLimit: 3

@@ -154,21 +154,26 @@ fn counts_that_overflow_when_added_are_refused() {
         )
     );
     // Together: each partial's fits, their sum does not; the partial that holds the larger
-    // part is named, whichever comes first.
-    let first = jobs_at("half-0.json", &p[0], max / 2);
-    let second = jobs_at("half-1.json", &p[1], max / 2);
+    // part is named, whichever comes first (which one holds it follows the jobs each shard
+    // drew, counted in more than the comparison's `jobs`).
+    let a = jobs_at("half-0.json", &p[0], max / 2);
+    let b = jobs_at("half-1.json", &p[1], max / 2);
+    let ((larger, first), (smaller, second)) = match a > b {
+        true => (("half-0.json", a), ("half-1.json", b)),
+        false => (("half-1.json", b), ("half-0.json", a)),
+    };
     assert!(first <= u128::from(max) && second <= u128::from(max) && first + second > u128::from(max));
     assert!(first > second, "{first} {second}");
     assert_eq!(
-        refused(d, &["half-0.json", "half-1.json", &p[2]]),
+        refused(d, &[larger, smaller, &p[2]]),
         format!(
-            "error: `half-0.json` is damaged: its totals' `jobs` ({first} in all) and the other partials' ({second}) add up to more than {max}, more than a count can hold\n{CLOSING}"
+            "error: `{larger}` is damaged: its totals' `jobs` ({first} in all) and the other partials' ({second}) add up to more than {max}, more than a count can hold\n{CLOSING}"
         )
     );
     assert_eq!(
-        refused(d, &["half-1.json", "half-0.json", &p[2]]),
+        refused(d, &[smaller, larger, &p[2]]),
         format!(
-            "error: `half-0.json` is damaged: its totals' `jobs` ({first} in all) and the partials' before it ({second}) add up to more than {max}, more than a count can hold\n{CLOSING}"
+            "error: `{larger}` is damaged: its totals' `jobs` ({first} in all) and the partials' before it ({second}) add up to more than {max}, more than a count can hold\n{CLOSING}"
         )
     );
 }

@@ -71,15 +71,26 @@ pub(crate) fn default_signals(cmd: &mut Command) {
     }
 }
 
-pub(crate) fn command_for(home: &Path, dsn: &str, state: &Path, extra: &[&str]) -> Command {
+/// `retryctl watch` in `dir` with nothing of the environment but `HOME` and `$LOOKOUT_DB`, its
+/// stderr piped and its signals at their defaults: the flags are the caller's.
+pub(crate) fn bare_watch(home: &Path, dir: &Path, dsn: &str) -> Command {
     let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("retryctl"));
-    cmd.current_dir(root())
+    cmd.current_dir(dir)
         .env_clear()
         .env("HOME", home)
         .env("NO_COLOR", "1")
         .env("LOOKOUT_DB", dsn)
         .arg("watch")
-        .args(FLAGS)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    default_signals(&mut cmd);
+    cmd
+}
+
+pub(crate) fn command_for(home: &Path, dsn: &str, state: &Path, extra: &[&str]) -> Command {
+    let mut cmd = bare_watch(home, &root(), dsn);
+    cmd.args(FLAGS)
         .arg("--state")
         .arg(state)
         .args(extra)
@@ -88,11 +99,7 @@ pub(crate) fn command_for(home: &Path, dsn: &str, state: &Path, extra: &[&str]) 
         } else {
             // The shortest poll watch takes.
             &["--poll", "1s"][..]
-        })
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped());
-    default_signals(&mut cmd);
+        });
     cmd
 }
 
@@ -676,7 +683,7 @@ fn the_alerts_pass_promtool_and_their_own_rule_tests_as_the_guide_prints_them() 
         .unwrap();
     assert!(out.status.success(), "{}", format_output(&out));
     assert!(
-        String::from_utf8_lossy(&out.stdout).contains("SUCCESS: 7 rules found"),
+        String::from_utf8_lossy(&out.stdout).contains("SUCCESS: 8 rules found"),
         "{}",
         format_output(&out)
     );
@@ -756,6 +763,7 @@ fn every_metric_an_alert_or_a_panel_names_is_one_watch_exports() {
             "RetryctlShadowCandidateLosesJobs",
             "RetryctlShadowVerdictReject",
             "RetryctlBaselineContradicted",
+            "RetryctlWatchLateJobs",
             "RetryctlWatchNotPolling",
             "RetryctlIncidentActive",
             "RetryctlWatchDown",

@@ -2,9 +2,10 @@
 //! database goes away"): a header trickled is closed after the header timeout, a header past
 //! 64 KiB is 431, idle and half-sent connections past the file limit never lock a scrape out;
 //! a job stamped in the future does not hide the jobs after it; `--state` is one watch's (a
-//! second refused, a FIFO refused without blocking, bytes that are not a state refused and
-//! kept); a database that accepts and then answers nothing makes `/healthz` 503; what no poll
-//! can fix is refused at the start.
+//! second refused once its 2 seconds' wait for the lock is over, one started right after a
+//! `kill -9` of the one before starting, a FIFO refused without blocking, bytes that are not a
+//! state refused and kept); a database that accepts and then answers nothing makes `/healthz`
+//! 503; what no poll can fix is refused at the start.
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -140,7 +141,7 @@ fn a_state_is_one_watchs_own_and_only_a_state_is_read() {
     assert_eq!(
         String::from_utf8_lossy(&out.stderr),
         format!(
-            "error: `--state` `{}` is in use: another retryctl watch holds it (its lock `{}`)\n\nhint: stop the other watch, or give this one a --state of its own\n",
+            "error: `--state` `{}` is in use: another retryctl watch holds it (its lock `{}`, waited for 2 seconds)\n\nhint: stop the other watch, or give this one a --state of its own\n",
             state.display(),
             lock.display()
         )
@@ -187,6 +188,48 @@ fn a_state_is_one_watchs_own_and_only_a_state_is_read() {
     assert!(std::fs::read_to_string(&state2)
         .unwrap()
         .contains("retryctl watch state"));
+}
+
+/// A restart right after a kill starts (docs/watch.md "Exit status"): a watch finds its
+/// `--state` locked by the one before until the kernel has closed that one's files, and waits
+/// up to 2 seconds for the lock before it refuses. Started at once after `kill -9` of the one
+/// before (a supervisor's tight loop), it starts; started while the test itself holds the lock
+/// and lets it go a second later, it starts too.
+#[test]
+fn a_restart_right_after_a_kill_starts() {
+    use std::os::fd::AsRawFd;
+    let home = temp_home();
+    let dead = format!("postgresql://lookout@127.0.0.1:{}/lookout", pg::free_port());
+    let state = state_file(home.path());
+    for _ in 0..3 {
+        let mut first = Watch::start(home.path(), &dead, &state, &["--poll", "1h"]);
+        // SAFETY: kill on a child of this process, not yet reaped.
+        assert_eq!(unsafe { libc::kill(first.child.id() as i32, libc::SIGKILL) }, 0);
+        let mut second = Watch::start(home.path(), &dead, &state, &["--poll", "1h"]);
+        assert!(second.child.try_wait().unwrap().is_none(), "{}", second.log());
+        let _ = first.child.wait();
+        let (code, _, log) = second.signal("TERM");
+        assert_eq!(code, Some(0), "{log}");
+    }
+    // The lock held by another process for a second: waited for.
+    let lock = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(home.path().join(".watch.json.lock"))
+        .unwrap();
+    // SAFETY: flock on a descriptor this test owns.
+    assert_eq!(
+        unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) },
+        0
+    );
+    let release = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_secs(1));
+        drop(lock);
+    });
+    let w = Watch::start(home.path(), &dead, &state, &["--poll", "1h"]);
+    release.join().unwrap();
+    let (code, _, log) = w.signal("TERM");
+    assert_eq!(code, Some(0), "{log}");
 }
 
 /// A database that accepts connections and then answers nothing (no reset).

@@ -362,7 +362,7 @@ fn counters_never_go_back_across_sigkills_while_prometheus_scrapes() {
         .lines()
         .filter_map(|l| l.strip_prefix("# TYPE ")?.strip_suffix(" counter"))
         .collect();
-    assert_eq!(counters.len(), 13, "{text}");
+    assert_eq!(counters.len(), 15, "{text}");
     for counter in counters {
         // A family of no series yet has no sample to reset.
         let resets = prometheus.query(&format!("sum(resets({counter}[1h]))")).unwrap_or(0.0);

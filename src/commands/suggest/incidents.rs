@@ -1,8 +1,7 @@
 //! After pass 1: the incident windows (docs/reference/suggest.md "Incidents"), found from
-//! every job's failed runs' times (pass 1's counts, every queue's; a merge's shards' added
-//! up); when some are unusual, every job read again (pass 1's copy, or a merge's history) for
-//! the mix that tells an incident from a burst or a surge (`replay::incidents::kinds`); the
-//! windows merged with those given; when there are some, the jobs read again for what the
+//! every job's failed runs' times and the mix that tells an incident from a burst or a surge
+//! (`replay::incidents::kinds`), both gathered in pass 1 (every queue's; a merge's shards'
+//! added up), as simulate and tune gather them; the windows merged with those given; when there are some, the jobs read again for what the
 //! windows hold: their listing, and the learning without the incidents' runs
 //! (`suggest::incidents`), the learning with them kept to tell which signatures they change.
 //!
@@ -11,11 +10,11 @@
 use crate::commands::replay::source::FileSource;
 use crate::commands::replay::spool::cannot_read_back;
 use crate::engine::simulator::Simulator;
-use crate::replay::incidents::{kinds, Detected, Kind, Rule, Window, Windows};
-use crate::replay::parallel::{for_each_in_units, for_each_ordered, Emitted, Processed};
+use crate::replay::incidents::{Detected, Kind, Rule, Window, Windows};
+use crate::replay::parallel::{for_each_in_units, Emitted};
 use crate::replay::source::copy::{Again as Read, Copy};
 use crate::replay::source::Either;
-use crate::suggest::incidents::{mix_job, Again, Found, MixScratch};
+use crate::suggest::incidents::{Again, Found};
 use crate::suggest::learn::collisions;
 use crate::suggest::stats::SignatureStats;
 
@@ -48,7 +47,7 @@ impl Suggest {
     pub(super) fn incidents(&self, pass: &mut Pass1, baseline: &Simulator) -> anyhow::Result<Incidents> {
         let setting = &self.sides.spec.incidents;
         let detected = match setting.detect {
-            true => self.detect(pass)?,
+            true => self.detect(pass),
             false => Detected::given(&setting.given_windows()),
         };
         // Every window, of every kind, in time order (none overlaps another), and whether its
@@ -85,7 +84,7 @@ impl Suggest {
                 .add_job(h, &windows, &leave, (ours && !test, slots), &acc.collided);
             Ok(())
         };
-        for_each_in_units(self.every_job(pass, Some(&windows))?, None, UNIT_BLOCKS, work, |e| {
+        for_each_in_units(self.every_job(pass, &windows)?, None, UNIT_BLOCKS, work, |e| {
             if let Emitted::Unit(acc, _) = e {
                 total.merge(acc.again);
             }
@@ -124,44 +123,25 @@ impl Suggest {
         })
     }
 
-    /// The windows pass 1's counts find, of every kind: the unusual ones' kinds told by the
-    /// mix of every failing job (read again), merged with the windows given.
-    fn detect(&self, pass: &Pass1) -> anyhow::Result<Detected> {
-        let given = &self.sides.spec.incidents.given;
-        let (unusual, test) = pass.learning.detector.unusual(Rule::default());
-        if unusual.is_empty() {
-            return Ok(kinds::detected(&[], given, test));
-        }
-        let mut mix = kinds::Mix::new(&unusual);
-        let work =
-            |s: &mut MixScratch, job: crate::replay::Decoded<'_>| -> Result<_, String> { Ok(mix_job(s, job.history)) };
-        for_each_ordered(self.every_job(pass, None)?, None, work, |e| {
-            if let Emitted::Job(_, Processed::Done(Some(job))) = e {
-                job.feed(&mut mix);
-            }
-            Ok(true)
-        })?;
-        Ok(kinds::detected(
-            &kinds::classify(&unusual, test.tests, &mix),
-            given,
-            test,
-        ))
+    /// The windows pass 1's counts find, of every kind (the unusual ones' kinds told by the
+    /// mix pass 1 gathered of every failing job), merged with the windows given.
+    fn detect(&self, pass: &Pass1) -> Detected {
+        pass.learning
+            .detector
+            .detect(Rule::default(), &self.sides.spec.incidents.given)
     }
 
-    /// Every job pass 1 read, every queue's, or those with a failed run that may have ended
-    /// in `windows`: from its copy (the other jobs' records skipped unread), or a merge's
+    /// The jobs pass 1 read, every queue's, with a failed run that may have ended in
+    /// `windows`: from its copy (the other jobs' records skipped unread), or a merge's
     /// history read again (every job: `Again` leaves the others out).
-    fn every_job(&self, pass: &Pass1, windows: Option<&Windows>) -> anyhow::Result<Read> {
+    fn every_job(&self, pass: &Pass1, windows: &Windows) -> anyhow::Result<Read> {
         if let Some(copy) = &pass.copy {
             let copy = copy
                 .reader()
                 .and_then(|f| Copy::open(f, &pass.places, pass.bulk))
                 .map_err(cannot_read_back)?
                 .only(None);
-            return Ok(Either::Left(match windows {
-                Some(w) => copy.touching(w.clone()),
-                None => copy,
-            }));
+            return Ok(Either::Left(copy.touching(windows.clone())));
         }
         let History::File(path) = &self.history else {
             unreachable!("one process copies its history, a merge reads files")

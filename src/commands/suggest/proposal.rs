@@ -16,6 +16,7 @@ use crate::engine::EngineKind;
 use crate::error::CliError;
 use crate::input;
 use crate::model::lint::covers;
+use crate::model::signature::Signature;
 use crate::model::validate::name_reason;
 use crate::model::Action;
 use crate::model::Resource;
@@ -23,7 +24,6 @@ use crate::output::suggest as view;
 use crate::suggest::documents::{self, Documented, Settings, Upstream};
 use crate::suggest::exits::{unsplit, ExitCodes};
 use crate::suggest::propose::{collided_uncategorized, DefaultDecision, Defaults, NoRule, Room, Verdict, DEFAULT};
-use crate::suggest::signature::Signature;
 use crate::suggest::stats::Learned;
 use crate::suggest::today::{self, Kept};
 

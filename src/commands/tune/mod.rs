@@ -667,6 +667,7 @@ pub fn finish(
         max_lost: run.max_lost,
         max_compute: run.max_compute.as_deref(),
         backtest: swept.backtest.as_ref(),
+        incidents: swept.incidents.as_ref(),
         pick_command: &run.pick_command,
         categorized: run.categorized,
         shard,

@@ -61,13 +61,25 @@ fn flags(args: &WatchArgs, now: i64) -> Result<Flags, CliError> {
     let micros = |d: GoDuration| i64::try_from(d.as_nanos() / 1000).unwrap_or(i64::MAX);
     let window = micros(duration_flag("--window", &args.window)?);
     let settle = micros(duration_flag("--settle", &args.settle)?);
-    let since = match &args.since {
-        None => None,
+    let lookback = micros(duration_flag("--lookback", &args.lookback)?);
+    if lookback > window {
+        // The span read again is at most the window the verdicts are judged on.
+        return Err(CliError::usage(format!(
+            "invalid `--lookback` `{}`: longer than `--window` `{}`; give a duration of at most the window",
+            crate::diag::shown(&args.lookback),
+            crate::diag::shown(&args.window)
+        )));
+    }
+    let (since, back) = match &args.since {
+        None => (None, Some(0)),
         // A duration counts back from now; anything that starts like a date is a time.
         Some(s) if s.starts_with(|c: char| c.is_ascii_digit()) && s.len() >= 10 && s.as_bytes()[4] == b'-' => {
-            Some(time_flag("--since", s)?.0 / 1000)
+            (Some(time_flag("--since", s)?.0 / 1000), None)
         }
-        Some(s) => Some(now.saturating_sub(micros(duration_flag("--since", s)?))),
+        Some(s) => {
+            let back = micros(duration_flag("--since", s)?);
+            (Some(now.saturating_sub(back)), Some(back))
+        }
     };
     if since.is_some_and(|start| start > now) {
         // Every job ending before it would be skipped without a word, after a restart too:
@@ -97,7 +109,9 @@ fn flags(args: &WatchArgs, now: i64) -> Result<Flags, CliError> {
         poll,
         window,
         settle,
+        lookback,
         since,
+        back,
     })
 }
 
@@ -142,7 +156,7 @@ fn load_state(
 
 pub fn run(ctx: &mut Context, args: &WatchArgs) -> anyhow::Result<ExitCode> {
     let now = now_micros();
-    let flags = flags(args, now)?;
+    let mut flags = flags(args, now)?;
     let dsn = resolve_dsn(args.lookout_db.clone(), true)?
         .ok_or_else(|| CliError::usage("give Lookout's database: `--lookout-db DSN`").with_hint(SET_LOOKOUT_DB))?;
     // What no poll can fix is refused at the start: a DSN that does not parse, an address that
@@ -173,6 +187,7 @@ pub fn run(ctx: &mut Context, args: &WatchArgs) -> anyhow::Result<ExitCode> {
         .expect("watch's sides are files, known before the history is read");
     let names = sets.names();
     let settings = sides.settings.applied();
+    let text_was_read = text.is_some();
     let mut state = load_state(ctx, &args.state, text, flags.since.unwrap_or(now), &queues, &names)?;
     if state.cursor.is_some() && args.since.is_some() {
         writeln!(
@@ -184,6 +199,11 @@ pub fn run(ctx: &mut Context, args: &WatchArgs) -> anyhow::Result<ExitCode> {
     if state.cursor.is_none() {
         // A fresh state, or one that never counted: `--since` (or now) says where it starts.
         state.start = flags.since.unwrap_or(state.start);
+    }
+    // Only a start this process counted back from the machine's clock is counted again from
+    // the database's.
+    if state.cursor.is_some() || (args.since.is_none() && text_was_read) {
+        flags.back = None;
     }
     // Written before anything else, so that a `--state` that cannot be written stops here.
     write_whole(&args.state, state.to_json().as_bytes(), Mode::New)
@@ -215,6 +235,7 @@ pub fn run(ctx: &mut Context, args: &WatchArgs) -> anyhow::Result<ExitCode> {
         timeout,
         flags,
         window_words: args.window.clone(),
+        lookback_words: crate::diag::shown(&args.lookback).into_owned(),
     });
     let code = live(ctx, &args.listen, shared, watched);
     drop(lock);
@@ -403,6 +424,22 @@ mod tests {
             .unwrap()
             .message
             .starts_with("invalid `--listen` address `nowhere`"));
+    }
+
+    #[test]
+    fn lookback_is_at_most_the_window_and_a_start_counted_back_is_said() {
+        let f = flags(&args(""), NOW).unwrap();
+        assert_eq!((f.lookback, f.back), (5 * 60 * 1_000_000, Some(0)));
+        let f = flags(&args("--lookback 15m --since 1d"), NOW).unwrap();
+        assert_eq!((f.lookback, f.back), (15 * 60 * 1_000_000, Some(86_400 * 1_000_000)));
+        assert_eq!(flags(&args("--since 2026-11-15T00:00:00Z"), NOW).unwrap().back, None);
+        let err = flags(&args("--window 1h --lookback 2h"), NOW).err().unwrap();
+        assert_eq!(err.code, ExitCode::Usage);
+        assert_eq!(
+            err.message,
+            "invalid `--lookback` `2h`: longer than `--window` `1h`; give a duration of at most the window"
+        );
+        assert!(flags(&args("--window 1h --lookback 1h"), NOW).is_ok());
     }
 
     #[test]

@@ -31,13 +31,14 @@ use crate::model::failure_history::Timestamp;
 use crate::replay::categorize::Reclassify;
 use crate::replay::parallel::{for_each_ordered, Emitted};
 use crate::replay::Processed;
-use crate::watch::cursor::{advance, read_from, Cursor};
+use crate::watch::cursor::{advance, on_the_database_clock, read_from, Cursor};
 use crate::watch::job::{count, see};
+use crate::watch::late::Behind;
 use crate::watch::metrics::{Counters, Family, Outcome, Reason};
 use crate::watch::schedule::next_wait;
 use crate::watch::window::Window;
 
-use super::shared::{cannot_write_state, now_micros, waiting_words, Shared, Watched, PAGE};
+use super::shared::{cannot_write_state, now_micros, sign, waiting_words, Shared, Watched, PAGE};
 
 /// Starts the poller; its thread ends once `shared.stop` is set, after writing `--state`
 /// (its result: whether that write succeeded).
@@ -261,10 +262,11 @@ impl Poller {
         }
         let from = {
             let st = self.state();
-            read_from(st.cursor.as_ref(), st.start)
+            read_from(st.cursor.as_ref(), st.start, self.watched.flags.lookback)
         };
         let result = self
             .pages_from(&db, &keys_db, from, now, &mut polled)
+            .and_then(|()| self.count_late(&keys_db))
             .and_then(|()| present(&keys_db, &self.watched.queues).map_err(|e| Failed::new(Reason::Read, e)));
         self.keys_db = Some(keys_db);
         let present = result?;
@@ -361,32 +363,50 @@ impl Poller {
         Ok(())
     }
 
-    /// A cursor (from `--state`) past the database's clock `now`: said once, and moved back to
-    /// it, so that the jobs that end before the cursor's time are read.
+    /// A cursor or a start past the database's clock `now`, or a start counted from a
+    /// machine's clock that runs ahead of it (`watch::cursor::on_the_database_clock`): said
+    /// once, and moved back within it, so that the jobs that end before their time are read.
     fn not_ahead_of(&mut self, now: i64) {
-        let ahead = {
+        let moved = {
             let mut st = self.state();
-            match st.cursor.as_mut() {
-                Some(c) if c.at > now => {
-                    let was = c.at;
-                    *c = Cursor {
-                        at: now,
-                        job: String::new(),
-                    };
-                    Some(was)
-                }
-                _ => None,
-            }
+            let st = &mut *st;
+            let span = self.watched.flags.lookback;
+            on_the_database_clock(&mut st.cursor, &mut st.start, self.watched.flags.back, now, span)
+                .map(|m| (m, st.start))
         };
-        if let (Some(was), false) = (ahead, self.said_ahead) {
-            self.said_ahead = true;
-            self.say(format!(
-                "warning: `--state` `{}`'s cursor {} lies past the database's clock {}: reading from 5 minutes before the database's now",
-                self.shared.path.display(),
-                Timestamp(was.saturating_mul(1000)),
-                Timestamp(now.saturating_mul(1000))
-            ));
+        let Some((moved, start)) = moved.filter(|_| !self.said_ahead) else {
+            return;
+        };
+        self.said_ahead = true;
+        let state = self.shared.path.display().to_string();
+        let words = crate::output::watch::moved_words(moved, &state, now, start, &self.watched.lookback_words);
+        self.say(words);
+    }
+
+    /// Counts the jobs behind the re-read span (`watch::late`): those that appeared there
+    /// since the last poll are counted late, by queue, and said with the oldest one's hour.
+    fn count_late(&mut self, db: &Db) -> Result<(), Failed> {
+        let (last, next) = {
+            let st = self.state();
+            let from = read_from(st.cursor.as_ref(), st.start, self.watched.flags.lookback);
+            (
+                st.behind.last(),
+                Behind::range(from, st.start, self.watched.flags.window),
+            )
+        };
+        let rows = terminal::behind(db, &self.watched.queues, last, next).map_err(|e| Failed::new(Reason::Read, e))?;
+        let late = {
+            let mut st = self.state();
+            let late = st.behind.look(&rows, next);
+            for l in &late {
+                st.counters.add(Family::LateJobs, &[&l.queue], u128::from(l.jobs));
+            }
+            late
+        };
+        for l in late {
+            self.say(crate::output::watch::late_words(&l, &self.watched.lookback_words));
         }
+        Ok(())
     }
 
     /// Commits `page` to the state whole (`read_again`: the waiting jobs it read again;
@@ -395,11 +415,13 @@ impl Poller {
         {
             let mut st = self.state();
             let st = &mut *st;
-            st.counters.merge(&page.counters);
             let from = now_micros().saturating_sub(self.watched.flags.window);
             // The failed runs of the incident hours, counted apart (docs/watch.md "Incident
             // windows").
             let incident = st.window.merge_counting_incidents(page.window, from.max(st.start));
+            let mut counters = page.counters;
+            st.window.bound_signatures(&mut counters, from);
+            st.counters.merge(&counters);
             for (queue, runs) in incident {
                 st.counters.add(Family::IncidentFailedRuns, &[&queue], u128::from(runs));
             }
@@ -418,7 +440,7 @@ impl Poller {
                 st.seen.insert(*at, id);
             }
             if let Some(last) = last {
-                advance(&mut st.cursor, &mut st.seen, last);
+                advance(&mut st.cursor, &mut st.seen, last, self.watched.flags.lookback);
             }
         }
         self.save();
@@ -489,8 +511,9 @@ impl Poller {
         let source = ExportSource::new(Export::new(Box::new(gate)), self.watched.settings.clone(), "lookout-db");
         let export = source.state();
         let (sets, names) = (&self.watched.sets, &self.watched.names);
-        let work =
-            |scratch: &mut Reclassify, job: crate::replay::Decoded<'_>| see(sets, job.settings, job.history, scratch);
+        let work = |scratch: &mut Reclassify, job: crate::replay::Decoded<'_>| {
+            see(sets, job.settings, job.history, scratch, sign)
+        };
         let mut counted = Counters::default();
         let mut window = Window::default();
         let mut jobs = 0u64;

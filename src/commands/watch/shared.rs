@@ -29,8 +29,14 @@ pub(super) struct Flags {
     pub(super) window: i64,
     /// `--settle`, in microseconds.
     pub(super) settle: i64,
+    /// `--lookback`, in microseconds: how far behind its cursor each poll reads again.
+    pub(super) lookback: i64,
     /// Where a fresh state starts (microseconds since the Unix epoch); `None`: now.
     pub(super) since: Option<i64>,
+    /// How far back from the machine's clock that start was counted (`--since DURATION`, 0
+    /// for now), to be counted again from the database's clock; `None` for a time, or a start
+    /// this process did not make.
+    pub(super) back: Option<i64>,
 }
 
 /// How a candidate is judged over the window (docs/watch.md "A verdict per candidate").
@@ -197,6 +203,12 @@ pub(super) fn cannot_write_state(path: &Path, e: &std::io::Error) -> String {
     format!("cannot write `--state` `{}`: {e}", path.display())
 }
 
+/// A failed run's signature, as suggest computes it (docs/reference/suggest.md
+/// "Signatures"): the `signature` of a futile retry (`watch::job::see`).
+pub(super) fn sign(run: &crate::model::failure_history::Run) -> String {
+    crate::model::signature::signature(run).text()
+}
+
 /// How many jobs wait for their runs, as the log and `/healthz` say it.
 pub(super) fn waiting_words(n: usize) -> String {
     match n {
@@ -218,8 +230,86 @@ pub(super) struct Watched {
     pub(super) flags: Flags,
     /// `--window` as given, for the words that name it.
     pub(super) window_words: String,
+    /// `--lookback` as given.
+    pub(super) lookback_words: String,
 }
 
 /// Jobs a page holds at most: what is in memory at once is one page's keys, and the rows of
 /// the jobs the replay holds in flight.
 pub(super) const PAGE: usize = 5000;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::duration::GoDuration;
+    use crate::model::failure_history::Final;
+    use crate::replay::compare::{JobDiff, Side};
+    use crate::watch::job::{Seen, Shadow};
+    use crate::watch::metrics::Change;
+
+    /// A job with a failed run that candidate `c.yaml` loses (today's policy saves it), whose
+    /// record contradicts today's policy when `contradicted`.
+    fn lost(contradicted: bool) -> Seen {
+        let side = |final_state| Side {
+            final_state,
+            retries: 1,
+            delay: GoDuration::ZERO,
+            runs: 2,
+            runs_left: 0,
+            compute: GoDuration::from_secs(60),
+        };
+        let diff = JobDiff {
+            job: "j".into(),
+            baseline: side(Final::Succeeded),
+            candidate: side(Final::Failed),
+            compute_added: GoDuration::ZERO,
+            compute_removed: GoDuration::ZERO,
+            resources: None,
+        };
+        Seen {
+            job: "j".into(),
+            queue: "ml".into(),
+            retries: Vec::new(),
+            failed: false,
+            contradicted,
+            collisions: 0,
+            collisions_ran: 0,
+            failed_runs: 1,
+            recorded: Default::default(),
+            shadows: vec![Some(Shadow {
+                change: Change::Lost,
+                gpu_saved: 0,
+                gpu_added: 0,
+                gpu_lost: 0,
+                diff,
+            })],
+            errors: Vec::new(),
+        }
+    }
+
+    /// A reject that comes from drift says so first: past `--max-contradictions`, the verdict
+    /// names the record's contradictions before the candidate's own reasons.
+    #[test]
+    fn a_reject_for_drift_names_the_drift_first() {
+        const NOW: i64 = 1_800_000_000_000_000;
+        let names = ["c.yaml".to_string()];
+        let mut st = State::default();
+        for k in 0..200 {
+            st.window.add(NOW - 60_000_000, &lost(k < 10), &names);
+        }
+        let rule = VerdictRule {
+            window: 7 * 24 * 3_600_000_000,
+            min_jobs: 100,
+            max_contradictions: MaxContradictions::default(),
+        };
+        let v = verdicts(&st, &names, rule, NOW);
+        assert_eq!(v[0].1, Verdict::Decided(Decision::Reject));
+        assert!(
+            v[0].2.starts_with(
+                "reject (do not adopt): the baseline does not explain the record: 10 jobs contradict it; is it what the cluster ran?; loses 200 jobs"
+            ),
+            "{}",
+            v[0].2
+        );
+    }
+}

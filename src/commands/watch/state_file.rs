@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use crate::error::CliError;
 
 /// The lock beside `path`, held until the returned file is dropped; exit 1 naming `path` when
-/// another process holds it.
+/// another process still holds it after [`LOCK_WAIT`].
 pub(super) fn lock(path: &Path) -> Result<File, CliError> {
     let lock = lock_path(path);
     let mut open = std::fs::OpenOptions::new();
@@ -34,14 +34,29 @@ pub(super) fn lock(path: &Path) -> Result<File, CliError> {
     #[cfg(unix)]
     {
         use std::os::fd::AsRawFd;
-        // SAFETY: flock on a descriptor this function owns.
-        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
-            let e = std::io::Error::last_os_error();
+        let since = std::time::Instant::now();
+        let try_lock = || {
+            // SAFETY: flock on a descriptor this function owns.
+            match unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } {
+                0 => Ok(()),
+                _ => Err(std::io::Error::last_os_error()),
+            }
+        };
+        let held = |r: &std::io::Result<()>| matches!(r, Err(e) if e.raw_os_error() == Some(libc::EWOULDBLOCK));
+        let mut locked = try_lock();
+        // A process killed a moment ago (`kill -9`, then a supervisor's tight loop) holds
+        // its lock until the kernel has closed its files: waited for, up to `LOCK_WAIT`.
+        while held(&locked) && since.elapsed() < LOCK_WAIT {
+            std::thread::sleep(LOCK_RETRY);
+            locked = try_lock();
+        }
+        if let Err(e) = locked {
             return Err(if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
                 CliError::failed(format!(
-                    "`--state` `{}` is in use: another retryctl watch holds it (its lock `{}`)",
+                    "`--state` `{}` is in use: another retryctl watch holds it (its lock `{}`, waited for {} seconds)",
                     path.display(),
-                    lock.display()
+                    lock.display(),
+                    LOCK_WAIT.as_secs()
                 ))
                 .with_hint("stop the other watch, or give this one a --state of its own")
             } else {
@@ -51,6 +66,12 @@ pub(super) fn lock(path: &Path) -> Result<File, CliError> {
     }
     Ok(file)
 }
+
+/// How long [`lock`] waits for a lock another process holds before it refuses.
+const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// How often it tries again meanwhile.
+const LOCK_RETRY: std::time::Duration = std::time::Duration::from_millis(20);
 
 /// `.NAME.lock` beside `path`.
 fn lock_path(path: &Path) -> PathBuf {
@@ -132,6 +153,19 @@ mod tests {
         );
         drop(held);
         assert!(lock(&path).is_ok());
+    }
+
+    #[test]
+    fn a_lock_released_within_the_wait_is_taken() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.json");
+        let held = lock(&path).unwrap();
+        let release = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            drop(held);
+        });
+        assert!(lock(&path).is_ok());
+        release.join().unwrap();
     }
 
     #[cfg(unix)]

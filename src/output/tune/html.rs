@@ -10,7 +10,9 @@ use crate::tune::rank::{Ranked, Scored};
 
 use crate::output::html::esc;
 use crate::output::text::shown;
-use crate::output::words::{backtest_details, backtest_sentence, signed_nanos, CONTENTION_SHARDED, ESTIMATE_METHOD};
+use crate::output::words::{
+    backtest_details, backtest_sentence, incidents_line, signed_nanos, CONTENTION_SHARDED, ESTIMATE_METHOD,
+};
 
 use super::table::top_rows;
 use super::view::*;
@@ -120,6 +122,12 @@ pub(super) fn html(view: &TuneView<'_>) -> String {
             esc(&backtest_sentence(bt)),
             esc(&backtest_details(bt))
         );
+    }
+    if let Some(line) = without_estimate_line(view.ranked) {
+        let _ = writeln!(b, "<section><p class=\"note\">{}.</p></section>", esc(&line));
+    }
+    if let Some(line) = view.incidents.and_then(incidents_line) {
+        let _ = writeln!(b, "<section><p>Incidents: {}.</p></section>", esc(&line));
     }
     if !view.skipped.is_empty() {
         let _ = writeln!(

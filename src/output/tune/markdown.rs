@@ -6,7 +6,7 @@
 use std::fmt::Write as _;
 
 use crate::output::markdown::{self, code_span, text as markdown_text};
-use crate::output::words::{signed_nanos, CONTENTION_SHARDED};
+use crate::output::words::{incidents_line, signed_nanos, CONTENTION_SHARDED};
 
 use super::table::top_rows;
 use super::view::*;
@@ -86,6 +86,12 @@ pub(super) fn markdown(view: &TuneView<'_>) -> String {
             "\n<sub>Retries while others waited: {}.</sub>",
             markdown_text(CONTENTION_SHARDED)
         );
+    }
+    if let Some(line) = without_estimate_line(view.ranked) {
+        let _ = writeln!(m, "\n{}.", markdown_text(&line));
+    }
+    if let Some(line) = view.incidents.and_then(incidents_line) {
+        let _ = writeln!(m, "\nIncidents: {}.", markdown_text(&line));
     }
     let _ = writeln!(
         m,

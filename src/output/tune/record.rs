@@ -10,7 +10,7 @@ use crate::model::failure_history::Final;
 use crate::tune::rank::{Excluded, Scored};
 
 use crate::output::records::{
-    backtest_json, compute_json, contention_json, estimate_json, explained_json, transitions_json,
+    backtest_json, compute_json, contention_json, estimate_json, explained_json, incidents_json, transitions_json,
 };
 use crate::output::words::ESTIMATE_METHOD;
 
@@ -34,6 +34,7 @@ pub(super) fn excluded_key(e: &Excluded) -> &'static str {
     match e {
         Excluded::Lost { .. } => "maxLost",
         Excluded::Compute { .. } => "maxCompute",
+        Excluded::WithoutEstimate { .. } => "withoutEstimate",
     }
 }
 
@@ -128,6 +129,9 @@ pub fn document(view: &TuneView<'_>) -> Value {
     }
     if let (Some(b), Value::Object(m)) = (view.backtest, &mut tune) {
         m.insert("backtest".into(), backtest_json(b));
+    }
+    if let (Some(i), Value::Object(m)) = (incidents_json(view.incidents), &mut tune) {
+        m.insert("incidents".into(), i);
     }
     json!({ "tune": tune })
 }

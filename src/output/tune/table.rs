@@ -14,7 +14,7 @@ use crate::model::failure_history::Final;
 use crate::output::lines;
 use crate::output::table::{write_backtest, write_errors};
 use crate::output::text::shown;
-use crate::output::words::{hours_words, signed_nanos, COLLISION, CONTENTION_SHARDED, METHOD_LINE};
+use crate::output::words::{hours_words, incidents_line, signed_nanos, COLLISION, CONTENTION_SHARDED, METHOD_LINE};
 use crate::output::Style;
 
 use super::view::*;
@@ -49,8 +49,12 @@ pub(super) fn top_rows(view: &TuneView<'_>) -> (Vec<String>, Vec<Vec<String>>) {
             let (lost_over, compute_over) = over(s);
             let mut row = vec![format!("{}{mark}", s.id)];
             row.extend(s.values.iter().map(|(_, v)| v.clone()));
+            let unknown = match s.asked.without_estimate {
+                0 => String::new(),
+                n => format!(" ({})", without_estimate_words(n)),
+            };
             row.extend([
-                format!("{:.1}", s.expected_succeeded),
+                format!("{:.1}{unknown}", s.expected_succeeded),
                 s.tally.finals[Final::Succeeded as usize].to_string(),
                 s.tally.finals[Final::Pending as usize].to_string(),
                 c.rescued.to_string(),
@@ -145,8 +149,18 @@ pub(super) fn write_table(view: &TuneView<'_>, style: Style, out: &mut dyn Write
             writeln!(out, "{}", style.warning(&l))?;
         }
     }
+    if let Some(line) = without_estimate_line(r) {
+        for l in lines::wrap("", "  ", &line) {
+            writeln!(out, "{}", style.warning(&l))?;
+        }
+    }
     if let Some(b) = view.backtest {
         write_backtest(out, "backtest: ", "  ", b)?;
+    }
+    if let Some(line) = view.incidents.and_then(incidents_line) {
+        for l in lines::wrap("incidents: ", "  ", &line) {
+            writeln!(out, "{l}")?;
+        }
     }
     write_errors(out, style, "", "not replayed", view.errors)?;
     if view.categorized {

@@ -68,6 +68,9 @@ pub struct TuneView<'a> {
     /// `--max-compute` as typed.
     pub max_compute: Option<&'a str>,
     pub backtest: Option<&'a Backtest>,
+    /// With incidents looked for: the windows found, what they left out of the rates, and
+    /// the bursts and surges learned from (as `simulate`'s summary says them).
+    pub incidents: Option<&'a crate::replay::incidents::Seen>,
     /// The command that writes a candidate, up to `--pick` (` --pick ID -o yaml` follows).
     pub pick_command: &'a str,
     /// A side classifies runs with the executor's categorizer: each candidate's collisions

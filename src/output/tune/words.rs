@@ -145,7 +145,7 @@ fn pick_problem(ranked: &Ranked, index: usize, max_compute: Option<&str>) -> Opt
     let mut clauses = Vec::new();
     let over_lost = c.excluded.iter().find_map(|e| match e {
         Excluded::Lost { max, .. } => Some(*max),
-        Excluded::Compute { .. } => None,
+        _ => None,
     });
     if lost > 0 {
         let list = crate::diag::named(&c.tally.lost_jobs, lost, usize::MAX);
@@ -156,12 +156,14 @@ fn pick_problem(ranked: &Ranked, index: usize, max_compute: Option<&str>) -> Opt
         ));
     }
     for e in &c.excluded {
-        if let Excluded::Compute { .. } = e {
-            clauses.push(format!(
+        match e {
+            Excluded::Compute { .. } => clauses.push(format!(
                 "costs {}, over the constraint {}",
                 signed_nanos(c.cost_nanos),
                 compute_words(max_compute, ranked.max_compute)
-            ));
+            )),
+            Excluded::WithoutEstimate { jobs } => clauses.push(without_estimate_words(*jobs)),
+            Excluded::Lost { .. } => {}
         }
     }
     let recommendation = match ranked.recommended {
@@ -241,6 +243,28 @@ pub(super) fn record_words(r: &Ranked) -> Option<String> {
             "{}, {} replayed by the baseline",
             recorded_words(record),
             r.baseline.compute
+        )
+    })
+}
+
+/// A candidate's Pending jobs without an estimate, beside its EXPECTED: `1870 Pending without
+/// estimate`.
+pub(super) fn without_estimate_words(jobs: u64) -> String {
+    format!("{jobs} Pending without estimate")
+}
+
+/// Why no candidate is recommended on expected gains that leave jobs without an estimate out
+/// (`None` when none was excluded so).
+pub(super) fn without_estimate_line(r: &Ranked) -> Option<String> {
+    let n = r
+        .candidates
+        .iter()
+        .filter(|c| c.excluded.iter().any(|e| matches!(e, Excluded::WithoutEstimate { .. })))
+        .count();
+    (n > 0).then(|| {
+        format!(
+            "{n} of {} candidates not recommended: their comparison has Pending jobs without an estimate (no trial of their class at any depth), which EXPECTED counts as 0",
+            r.candidates.len()
         )
     })
 }

@@ -19,15 +19,18 @@
 //!   burst when one is, else a surge.
 //!
 //! Owns: those steps, and the Binomial tail. Pure: no I/O, no clock. The signatures' texts
-//! are the caller's (`suggest::signature`); a job set is `(job.queue, job.jobSet)`.
+//! are `model::signature`'s; a job set is `(job.queue, job.jobSet)`.
 
 use std::collections::HashMap;
+
+use serde::{Deserialize, Serialize};
 
 use super::{
     is_unusual, ln_factorial, series, step_of, Detected, Test, Window, Windows, AFTER, ALPHA, BEFORE, STEP,
     STEPS_PER_WINDOW,
 };
-use crate::model::failure_history::Timestamp;
+use crate::model::failure_history::{FailureHistory, Outcome, Timestamp};
+use crate::model::signature::text_into;
 
 /// Window starts (10-minute steps) in an hour and in a day.
 const STEPS_PER_HOUR: i64 = 6;
@@ -196,32 +199,80 @@ impl Kind {
     }
 }
 
-/// The signatures the mix tells apart, the first met; the others' runs count in `k` and in
-/// no signature's share (as suggest keeps 10,000 signatures and counts the rest as `other`),
-/// so that the mix holds the windows and these, not a message a job.
+/// The names each part of the mix tells apart (signatures, job sets, nodes), the first met in
+/// input order; the others' runs count in `k` and in no name's share (as suggest keeps 10,000
+/// signatures and counts the rest as `other`) and are never a top one, so that the mix holds
+/// the windows and these, not a message or a job set a job.
 pub const MAX_SIGNATURES: usize = 10_000;
 
 /// The id of a name past the cap: no name of its own, never a top one.
 const PAST: u32 = u32::MAX;
 
-/// Names met, each with an id and the span's failing jobs it has; past `cap` names, the
-/// others are [`PAST`].
-#[derive(Debug, Default)]
-struct Interned {
-    ids: HashMap<String, u32>,
+type Fast<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
+
+/// One part of the mix: the names met (each with an id, the first [`MAX_SIGNATURES`]), the
+/// span's failing jobs each has, and, by name and window start, how the count of the window's
+/// failing jobs with a failed run of it changes there (as [`super::Detector`] keeps `k`): so
+/// that a window's counts are known for any window found at the end, in the same pass.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(
+    rename_all = "camelCase",
+    deny_unknown_fields,
+    from = "NamesRecord",
+    into = "NamesRecord"
+)]
+struct Names {
+    ids: Fast<String, u32>,
     names: Vec<String>,
     jobs: Vec<u64>,
-    cap: Option<usize>,
+    /// By `(id, window start)`: the change of the window's count there.
+    deltas: Fast<(u32, i64), i64>,
     /// A name past the cap was met.
     past: bool,
 }
 
-impl Interned {
+/// [`Names`] as a partial writes it: the ids are the places in `names`, the changes sorted.
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct NamesRecord {
+    names: Vec<String>,
+    /// Named apart from a partial's `jobs` (the jobs replayed), which its checks add up.
+    failing_jobs: Vec<u64>,
+    deltas: Vec<(u32, i64, i64)>,
+    past: bool,
+}
+
+impl From<NamesRecord> for Names {
+    fn from(r: NamesRecord) -> Names {
+        Names {
+            ids: r.names.iter().enumerate().map(|(i, n)| (n.clone(), i as u32)).collect(),
+            names: r.names,
+            jobs: r.failing_jobs,
+            deltas: r.deltas.into_iter().map(|(id, s, d)| ((id, s), d)).collect(),
+            past: r.past,
+        }
+    }
+}
+
+impl From<Names> for NamesRecord {
+    fn from(n: Names) -> NamesRecord {
+        let mut deltas: Vec<(u32, i64, i64)> = n.deltas.into_iter().map(|((id, s), d)| (id, s, d)).collect();
+        deltas.sort_unstable();
+        NamesRecord {
+            names: n.names,
+            failing_jobs: n.jobs,
+            deltas,
+            past: n.past,
+        }
+    }
+}
+
+impl Names {
     fn id(&mut self, name: &str) -> u32 {
         if let Some(&id) = self.ids.get(name) {
             return id;
         }
-        if self.cap.is_some_and(|cap| self.names.len() >= cap) {
+        if self.names.len() >= MAX_SIGNATURES {
             self.past = true;
             return PAST;
         }
@@ -230,6 +281,60 @@ impl Interned {
         self.names.push(name.to_string());
         self.jobs.push(0);
         id
+    }
+
+    /// One job's failed runs of `id`, by their window steps (sorted, distinct): counted once
+    /// in the span and once in each window they fall in.
+    fn add(&mut self, id: u32, steps: &[i64]) {
+        if id == PAST {
+            return;
+        }
+        self.jobs[id as usize] += 1;
+        let deltas = &mut self.deltas;
+        window_runs(steps, |a, b| {
+            *deltas.entry((id, a)).or_default() += 1;
+            *deltas.entry((id, b + 1)).or_default() -= 1;
+        });
+    }
+
+    /// Another unit's or shard's names, met after these (the first met stay the first).
+    fn merge(&mut self, o: &Names) {
+        let ids: Vec<u32> = o.names.iter().map(|n| self.id(n)).collect();
+        for (&id, n) in ids.iter().zip(&o.jobs) {
+            if id != PAST {
+                self.jobs[id as usize] += n;
+            }
+        }
+        for (&(oid, step), d) in &o.deltas {
+            let id = ids[oid as usize];
+            if id != PAST {
+                *self.deltas.entry((id, step)).or_default() += d;
+            }
+        }
+        self.past |= o.past || ids.contains(&PAST);
+        self.deltas.retain(|_, d| *d != 0);
+    }
+
+    /// At each of `starts` (sorted), the count of each name's failing jobs in the window
+    /// starting there (those over 0).
+    fn at(&self, starts: &[i64]) -> Vec<HashMap<u32, u64>> {
+        let mut out = vec![HashMap::new(); starts.len()];
+        let mut all: Vec<(u32, i64, i64)> = self.deltas.iter().map(|(&(id, s), &d)| (id, s, d)).collect();
+        all.sort_unstable();
+        for run in all.chunk_by(|a, b| a.0 == b.0) {
+            let id = run[0].0;
+            let (mut k, mut next) = (0i64, 0);
+            for (w, &start) in starts.iter().enumerate() {
+                while next < run.len() && run[next].1 <= start {
+                    k += run[next].2;
+                    next += 1;
+                }
+                if k > 0 {
+                    out[w].insert(id, k as u64);
+                }
+            }
+        }
+        out
     }
 
     /// Of `counts`, the id with most jobs (ties: the first name in order).
@@ -241,49 +346,78 @@ impl Interned {
     }
 }
 
-/// One unusual window's failing jobs, by job set, signature and node.
+/// The runs of window starts a job's failed runs in `steps` (sorted, distinct 10-minute
+/// steps) fall in, merged: a run in step `s` is in the windows starting at `s − 5 … s`.
+pub(super) fn window_runs(steps: &[i64], mut f: impl FnMut(i64, i64)) {
+    let mut run: Option<(i64, i64)> = None;
+    for &s in steps {
+        let (a, b) = (s - (STEPS_PER_WINDOW - 1), s);
+        run = match run {
+            Some((ra, rb)) if a <= rb + 1 => Some((ra, rb.max(b))),
+            Some((ra, rb)) => {
+                f(ra, rb);
+                Some((a, b))
+            }
+            None => Some((a, b)),
+        };
+    }
+    if let Some((a, b)) = run {
+        f(a, b);
+    }
+}
+
+/// One window's failing jobs, by job set, signature and node (the ids of [`Mix`]'s names).
 #[derive(Debug, Default)]
 struct StartMix {
-    jobs: u64,
     sets: HashMap<u32, u64>,
     signatures: HashMap<u32, u64>,
     nodes: HashMap<u32, u64>,
 }
 
-/// The failing jobs' mix: of the span (its failing jobs, by signature and by node) and of
-/// each unusual window. Fed job by job in any order ([`Mix::job`], [`Mix::failed_run`],
-/// [`Mix::end_job`]); holds the unusual windows and the names met, not the jobs.
-#[derive(Debug, Default)]
+/// The failing jobs' mix, gathered in the pass that counts the windows (it does not know
+/// yet which are unusual): of the span (its failing jobs, by signature and by node) and of
+/// every window (by job set, signature and node, kept as changes from one window start to the
+/// next). Fed job by job ([`Mix::job`], [`Mix::failed_run`], [`Mix::end_job`]), merged unit
+/// by unit or shard by shard in input order: the same whatever the split.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Mix {
-    starts: Vec<i64>,
-    at: Vec<StartMix>,
     /// The span's failing jobs.
+    #[serde(rename = "failingJobs")]
     jobs: u64,
-    sets: Interned,
-    signatures: Interned,
-    nodes: Interned,
-    /// The job being fed: its set, and its failed runs' (step, signature, node).
+    sets: Names,
+    signatures: Names,
+    nodes: Names,
+    /// The job being fed: its set, and its failed runs' (step, signature, node) (scratch).
+    #[serde(skip)]
     set: Option<u32>,
+    #[serde(skip)]
     runs: Vec<(i64, u32, Option<u32>)>,
-    scratch: Vec<(usize, u32)>,
+    #[serde(skip)]
     key: String,
+    #[serde(skip)]
+    steps: Vec<i64>,
+    #[serde(skip)]
+    ids: Vec<u32>,
+    #[serde(skip)]
+    text: (String, String),
 }
 
 impl Mix {
-    /// For the windows `unusual` starts.
-    pub fn new(unusual: &[Unusual]) -> Mix {
-        let mut starts: Vec<i64> = unusual.iter().map(|u| u.start).collect();
-        starts.sort_unstable();
-        starts.dedup();
-        Mix {
-            at: starts.iter().map(|_| StartMix::default()).collect(),
-            starts,
-            signatures: Interned {
-                cap: Some(MAX_SIGNATURES),
-                ..Interned::default()
-            },
-            ..Mix::default()
+    /// `history`'s part: its job set, and each failed run that [`super::ends`] (`ends`)
+    /// places, by its signature (`model::signature`) and node.
+    pub fn add_history(&mut self, history: &FailureHistory, ends: &[Option<i64>]) {
+        self.job(history.job.queue.as_deref(), history.job.job_set.as_deref());
+        let mut text = std::mem::take(&mut self.text);
+        for (run, end) in history.runs.iter().zip(ends) {
+            let Some(t) = end.filter(|_| run.outcome == Outcome::Failed) else {
+                continue;
+            };
+            text_into(run, &mut text.0, &mut text.1);
+            self.failed_run(t, &text.0, run.node.as_deref());
         }
+        self.text = text;
+        self.end_job();
     }
 
     /// A job begins: its queue and job set (`None`: it belongs to no set).
@@ -309,60 +443,55 @@ impl Mix {
         self.runs.push((step_of(time), s, n));
     }
 
-    /// The job's end: counted once in each window and for each signature and node.
+    /// The job's end: counted once in the span and for each signature and node, and once in
+    /// each window of each.
     pub fn end_job(&mut self) {
         if self.runs.is_empty() {
             return;
         }
         self.jobs += 1;
-        let mut ids: Vec<u32> = self.runs.iter().map(|r| r.1).filter(|&id| id != PAST).collect();
-        ids.sort_unstable();
-        ids.dedup();
-        for id in ids {
-            self.signatures.jobs[id as usize] += 1;
+        let (mut steps, mut ids) = (std::mem::take(&mut self.steps), std::mem::take(&mut self.ids));
+        if let Some(set) = self.set {
+            steps.clear();
+            steps.extend(self.runs.iter().map(|r| r.0));
+            steps.sort_unstable();
+            steps.dedup();
+            self.sets.add(set, &steps);
         }
-        let mut ids: Vec<u32> = self.runs.iter().filter_map(|r| r.2).collect();
-        ids.sort_unstable();
-        ids.dedup();
-        for id in ids {
-            self.nodes.jobs[id as usize] += 1;
-        }
-        // The unusual windows each run is in: those starting 5 steps before it up to its own.
-        let mut by_sig = std::mem::take(&mut self.scratch);
-        by_sig.clear();
-        let mut by_node: Vec<(usize, u32)> = Vec::new();
-        for &(step, sig, node) in &self.runs {
-            let lo = self.starts.partition_point(|&s| s < step - (STEPS_PER_WINDOW - 1));
-            let hi = self.starts.partition_point(|&s| s <= step);
-            for w in lo..hi {
-                by_sig.push((w, sig));
-                if let Some(n) = node {
-                    by_node.push((w, n));
+        for signatures in [true, false] {
+            ids.clear();
+            ids.extend(
+                self.runs
+                    .iter()
+                    .filter_map(|r| if signatures { Some(r.1) } else { r.2 }),
+            );
+            ids.sort_unstable();
+            ids.dedup();
+            for &id in &ids {
+                steps.clear();
+                steps.extend(
+                    self.runs
+                        .iter()
+                        .filter(|r| if signatures { r.1 == id } else { r.2 == Some(id) })
+                        .map(|r| r.0),
+                );
+                steps.sort_unstable();
+                steps.dedup();
+                match signatures {
+                    true => self.signatures.add(id, &steps),
+                    false => self.nodes.add(id, &steps),
                 }
             }
         }
-        by_sig.sort_unstable();
-        by_sig.dedup();
-        by_node.sort_unstable();
-        by_node.dedup();
-        let mut last = None;
-        for &(w, sig) in &by_sig {
-            let at = &mut self.at[w];
-            if last != Some(w) {
-                last = Some(w);
-                at.jobs += 1;
-                if let Some(set) = self.set {
-                    *at.sets.entry(set).or_default() += 1;
-                }
-            }
-            if sig != PAST {
-                *at.signatures.entry(sig).or_default() += 1;
-            }
-        }
-        for (w, node) in by_node {
-            *self.at[w].nodes.entry(node).or_default() += 1;
-        }
-        self.scratch = by_sig;
+        (self.steps, self.ids) = (steps, ids);
+    }
+
+    /// Adds another unit's or shard's mix, of jobs met after these.
+    pub fn merge(&mut self, o: &Mix) {
+        self.jobs += o.jobs;
+        self.sets.merge(&o.sets);
+        self.signatures.merge(&o.signatures);
+        self.nodes.merge(&o.nodes);
     }
 
     /// Whether the mix can be told: the span's failed runs hold more than one signature, or
@@ -371,15 +500,31 @@ impl Mix {
         self.signatures.names.len() + usize::from(self.signatures.past) > 1 || !self.nodes.names.is_empty()
     }
 
-    /// The window starting at `start`'s mix.
-    fn of(&self, start: i64) -> Option<&StartMix> {
-        self.starts.binary_search(&start).ok().map(|i| &self.at[i])
+    /// Whether no failing job was fed (a count that holds no job's mix).
+    pub fn is_empty(&self) -> bool {
+        self.jobs == 0
+    }
+
+    /// The mix of the windows starting at `starts` (sorted).
+    fn of(&self, starts: &[i64]) -> Vec<StartMix> {
+        let sets = self.sets.at(starts);
+        let signatures = self.signatures.at(starts);
+        let nodes = self.nodes.at(starts);
+        sets.into_iter()
+            .zip(signatures)
+            .zip(nodes)
+            .map(|((sets, signatures), nodes)| StartMix {
+                sets,
+                signatures,
+                nodes,
+            })
+            .collect()
     }
 }
 
 /// Whether the most common of `counts` (its jobs among `k`) is over its share of the span's
 /// `jobs` failing jobs, among `tests` windows.
-fn over_share(names: &Interned, counts: &HashMap<u32, u64>, k: u64, jobs: u64, tests: u64) -> bool {
+fn over_share(names: &Names, counts: &HashMap<u32, u64>, k: u64, jobs: u64, tests: u64) -> bool {
     let Some((id, top)) = names.top(counts) else {
         return false;
     };
@@ -388,14 +533,19 @@ fn over_share(names: &Interned, counts: &HashMap<u32, u64>, k: u64, jobs: u64, t
 }
 
 /// Each unusual window's kind, by `mix` (fed every failing job of the span), among `tests`
-/// windows tested.
+/// windows tested; every one an incident when `mix` holds no job.
 pub fn classify(unusual: &[Unusual], tests: u64, mix: &Mix) -> Vec<(Unusual, Kind)> {
+    if mix.is_empty() {
+        return unusual.iter().map(|u| (*u, Kind::Incident)).collect();
+    }
+    let mut starts: Vec<i64> = unusual.iter().map(|u| u.start).collect();
+    starts.sort_unstable();
+    starts.dedup();
+    let mixes = mix.of(&starts);
     unusual
         .iter()
         .map(|u| {
-            let Some(m) = mix.of(u.start) else {
-                return (*u, Kind::Incident);
-            };
+            let m = &mixes[starts.binary_search(&u.start).unwrap_or_default()];
             if let Some((set, top)) = mix.sets.top(&m.sets) {
                 if !is_unusual(u.k.saturating_sub(top), u.expected, tests) {
                     let name = &mix.sets.names[set as usize];

@@ -135,6 +135,7 @@ impl TrialCount {
             }
             if look.detect {
                 c.detector.add_job(&c.times, untimed);
+                c.detector.mix.add_history(history, &c.ends);
             }
             let ends = &c.ends;
             let place = |k: usize| match ends.get(k).copied().flatten() {
@@ -197,6 +198,7 @@ impl TrialCount {
                 .sum();
             Seen {
                 windows: detected.windows,
+                busy: detected.busy,
                 failed_runs: c.failed_runs,
                 in_windows: c.known_failed + in_later,
                 trials_left_out: c.known_trials + taken,
@@ -233,6 +235,10 @@ pub struct CompareTally {
     pub asked: PendingSet,
     /// Pending in the candidate (its expected compute).
     pub pending: PendingSet,
+    /// Pending in the baseline and not in the candidate: only whether they have an estimate
+    /// is read (`withoutEstimate` counts a Pending job without one on either side).
+    #[serde(default, skip_serializing_if = "PendingSet::is_empty")]
+    pub baseline_pending: PendingSet,
     /// The first jobs it loses (Succeeded in the baseline, Failed in it), in input order, at
     /// most [`LOST_NAMED`]: `tune --pick`'s warning names them. Kept by `tune`'s sweep only.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -257,6 +263,7 @@ impl CompareTally {
         }
         self.asked.merge(&o.asked);
         self.pending.merge(&o.pending);
+        self.baseline_pending.merge(&o.baseline_pending);
         let room = LOST_NAMED.saturating_sub(self.lost_jobs.len());
         self.lost_jobs.extend(o.lost_jobs.iter().take(room).cloned());
     }
@@ -306,6 +313,11 @@ pub fn tally_job_with(
         if diff.baseline.final_state == Final::Failed {
             tally.asked.add(class, facts.depth, left, r);
         }
+    } else if diff.baseline.final_state == Final::Pending {
+        let r = facts.history.job.resources.as_ref();
+        tally
+            .baseline_pending
+            .add(facts.class(), facts.depth, diff.baseline.runs_left, r);
     }
     tally.finals[diff.candidate.final_state as usize] += 1;
     tally.comparison.add(diff);
@@ -386,7 +398,12 @@ impl Folded {
         } else {
             ByClass::default()
         };
+        // A comparison's jobs without an estimate: every Pending one, on either side.
+        let unknown = compare.then(|| rates.unknown(&t.pending, &t.baseline_pending));
         let mut estimates = Estimates::new(rates, by_class, asked, &t.pending, backtest);
+        if let Some(n) = unknown {
+            estimates.asked.without_estimate = n;
+        }
         estimates.incidents = seen;
         Ok((estimates, t.comparison, self.sides))
     }

@@ -28,6 +28,9 @@ pub struct SideReplayed {
     /// Its Retry decisions on runs whose pod the executor keeps (under the upstream engine,
     /// with a categorizer): the retried pod reuses the name and collides.
     pub collisions: u64,
+    /// Of those, the retries the record shows ran (the next run started): the categorizer is
+    /// not the one the cluster ran (suggest's `collisionsRan`, `watch`'s counter of them).
+    pub collisions_ran: u64,
     /// When asked ([`SideAsks::categories`]): each run's category as this side saw it
     /// (classified by its categorizer, else recorded), by the history's run index.
     pub categories: Vec<Option<String>>,
@@ -119,6 +122,7 @@ pub fn replay_classified(
     let runs_left = (asks.runs_left && report.status.final_state() == Final::Pending)
         .then(|| runs_left_after(sim, settings, &JobFacts::new(history), pending));
     let collisions = classified.map_or(0, |r| r.collided(sim.engine(), &report));
+    let collisions_ran = classified.map_or(0, |r| r.collided_ran(sim.engine(), &report, history));
     if let (true, Some(r)) = (asks.annotate, classified) {
         r.annotate(history, &mut report);
     }
@@ -130,6 +134,7 @@ pub fn replay_classified(
         report,
         runs_left,
         collisions,
+        collisions_ran,
         categories,
     })
 }

@@ -152,7 +152,7 @@ fn mixed(window: impl Fn(&mut Mix, usize)) -> (Mix, Unusual) {
         k: 20,
         expected: 0.5,
     };
-    let mut mix = Mix::new(&[u]);
+    let mut mix = Mix::default();
     for i in 0..200 {
         let sig = if i % 2 == 0 { "A" } else { "B" };
         let node = format!("n{}", i % 10);
@@ -241,7 +241,7 @@ fn one_signature_and_no_node_cannot_tell_the_mix() {
         k: 20,
         expected: 0.5,
     };
-    let mut mix = Mix::new(&[u]);
+    let mut mix = Mix::default();
     for _ in 0..220 {
         feed(&mut mix, None, &[(at(2, "12:20"), "exit:1", None)]);
     }
@@ -256,7 +256,7 @@ fn signatures_past_the_ten_thousand_kept_count_in_k_and_are_no_top_signature() {
         k: 20,
         expected: 0.5,
     };
-    let mut mix = Mix::new(&[u]);
+    let mut mix = Mix::default();
     // 10,000 signatures of a job each, on 10 nodes; then 20 jobs in the window, each with a
     // message of its own, 2 a node.
     for i in 0..MAX_SIGNATURES {
@@ -268,8 +268,8 @@ fn signatures_past_the_ten_thousand_kept_count_in_k_and_are_no_top_signature() {
         feed(&mut mix, None, &[(at(2, "12:20"), &format!("new-{i}"), Some(&node))]);
     }
     assert_eq!(mix.signatures.names.len(), MAX_SIGNATURES);
-    let m = mix.of(u.start).unwrap();
-    assert_eq!((m.jobs, m.signatures.len()), (20, 0));
+    let m = mix.of(&[u.start]).remove(0);
+    assert_eq!((m.nodes.values().sum::<u64>(), m.signatures.len()), (20, 0));
     // No signature is over its share (none is told), nor a node: the usual mix.
     assert_eq!(classify(&[u], B, &mix), surge_of_20(u));
 }
@@ -288,7 +288,7 @@ fn a_job_counts_once_in_a_window_and_only_in_those_its_runs_end_in() {
             expected: 0.0,
         },
     ];
-    let mut mix = Mix::new(&u);
+    let mut mix = Mix::default();
     // Twice at 12:30 (two signatures, one node), once at 13:00: in both windows.
     feed(
         &mut mix,
@@ -301,16 +301,10 @@ fn a_job_counts_once_in_a_window_and_only_in_those_its_runs_end_in() {
     );
     // At 13:00 exactly: 12:00's window has ended.
     feed(&mut mix, None, &[(at(0, "13:00"), "A", Some("n2"))]);
-    let noon = mix.of(u[0].start).unwrap();
-    assert_eq!(
-        (noon.jobs, noon.sets.len(), noon.signatures.len(), noon.nodes.len()),
-        (1, 1, 2, 1)
-    );
-    let one = mix.of(u[1].start).unwrap();
-    assert_eq!(
-        (one.jobs, one.signatures.values().sum::<u64>(), one.nodes.len()),
-        (2, 2, 1)
-    );
+    let [noon, one] = <[StartMix; 2]>::try_from(mix.of(&[u[0].start, u[1].start])).unwrap();
+    assert_eq!((noon.sets.len(), noon.signatures.len(), noon.nodes.len()), (1, 2, 1));
+    // Both jobs have A at 13:00 (counted once each), one of them on a node.
+    assert_eq!((one.signatures.values().sum::<u64>(), one.nodes.len()), (2, 1));
     assert_eq!(mix.signatures.jobs, vec![2, 1]);
     assert_eq!(mix.jobs, 2);
 }
@@ -433,4 +427,147 @@ proptest! {
             prop_assert!((u.expected - l).abs() < 1e-9, "{} against {}", u.expected, l);
         }
     }
+}
+
+/// A job for the mix: its job set, and its failed runs' `(time, signature, node)`.
+type MixedJob = (Option<String>, Vec<(i64, String, Option<String>)>);
+
+/// The jobs of [`mixed`]'s burst case as a list: 200 of the background, 16 of `sweep-17` and
+/// 4 others in the window, and 10,005 more of a signature each (past the 10,000 told apart).
+fn many_jobs() -> Vec<MixedJob> {
+    let mut jobs = Vec::new();
+    for i in 0..200 {
+        let sig = if i % 2 == 0 { "A" } else { "B" };
+        jobs.push((
+            Some("other".to_string()),
+            vec![(at(0, "08:00"), sig.to_string(), Some(format!("n{}", i % 10)))],
+        ));
+    }
+    for i in 0..20 {
+        let set = (i < 16).then(|| "sweep-17".to_string());
+        jobs.push((set, vec![(at(2, "12:20"), "C".to_string(), Some("n3".to_string()))]));
+    }
+    for i in 0..MAX_SIGNATURES + 5 {
+        jobs.push((None, vec![(at(1, "03:00") + i as i64, format!("s{i}"), None)]));
+    }
+    jobs
+}
+
+fn fed(jobs: &[MixedJob]) -> Mix {
+    let mut mix = Mix::default();
+    for (set, runs) in jobs {
+        mix.job(Some("ml"), set.as_deref());
+        for (t, s, n) in runs {
+            mix.failed_run(*t, s, n.as_deref());
+        }
+        mix.end_job();
+    }
+    mix
+}
+
+/// A mix's windows as comparable lists: each start's counts by name, per part.
+fn counts_at(mix: &Mix, starts: &[i64]) -> Vec<[Vec<(String, u64)>; 3]> {
+    let named = |names: &Names, m: &HashMap<u32, u64>| {
+        let mut v: Vec<(String, u64)> = m
+            .iter()
+            .map(|(id, n)| (names.names[*id as usize].clone(), *n))
+            .collect();
+        v.sort();
+        v
+    };
+    mix.of(starts)
+        .iter()
+        .map(|m| {
+            [
+                named(&mix.sets, &m.sets),
+                named(&mix.signatures, &m.signatures),
+                named(&mix.nodes, &m.nodes),
+            ]
+        })
+        .collect()
+}
+
+#[test]
+fn the_mix_is_the_same_whatever_the_split_and_read_back_from_a_partial() {
+    let jobs = many_jobs();
+    let whole = fed(&jobs);
+    let starts = [
+        start(0, "08:00"),
+        start(1, "03:00"),
+        start(2, "12:00"),
+        start(2, "12:20"),
+    ];
+    let u = Unusual {
+        start: start(2, "12:00"),
+        k: 20,
+        expected: 0.5,
+    };
+    let burst = classify(&[u], B, &whole);
+    assert!(matches!(&burst[0].1, Kind::Burst { jobs: 16, .. }), "{burst:?}");
+    for units in [2, 7, 300] {
+        let mut merged = Mix::default();
+        for chunk in jobs.chunks(jobs.len().div_ceil(units)) {
+            merged.merge(&fed(chunk));
+        }
+        assert_eq!(counts_at(&merged, &starts), counts_at(&whole, &starts), "{units} units");
+        assert_eq!(
+            (
+                merged.jobs,
+                &merged.signatures.names,
+                &merged.signatures.jobs,
+                merged.signatures.past
+            ),
+            (
+                whole.jobs,
+                &whole.signatures.names,
+                &whole.signatures.jobs,
+                whole.signatures.past
+            )
+        );
+        assert_eq!(classify(&[u], B, &merged), burst);
+    }
+    let read: Mix = serde_json::from_str(&serde_json::to_string(&whole).unwrap()).unwrap();
+    assert_eq!(counts_at(&read, &starts), counts_at(&whole, &starts));
+    assert_eq!(classify(&[u], B, &read), burst);
+    assert_eq!(whole.signatures.names.len(), MAX_SIGNATURES);
+}
+
+#[test]
+fn a_detector_fed_the_mix_tells_the_kinds_and_one_fed_none_cannot() {
+    // 20 jobs of one set at day 2's 12:20 over a quiet span: the set's burst; without the
+    // mix, an incident.
+    let mut with = Detector::default();
+    let mut without = Detector::default();
+    for d in 0..3 {
+        for h in 0..24 {
+            let t = at(d, "00:05") + h * 60 * MINUTE;
+            for (det, mixed) in [(&mut with, true), (&mut without, false)] {
+                det.add_job(&[t], 0);
+                if mixed {
+                    det.mix.job(Some("ml"), Some(&format!("bg-{d}-{h}")));
+                    det.mix.failed_run(t, if h % 2 == 0 { "A" } else { "B" }, Some("n1"));
+                    det.mix.end_job();
+                }
+            }
+        }
+    }
+    for _ in 0..20 {
+        let t = at(2, "12:20");
+        with.add_job(&[t], 0);
+        with.mix.job(Some("ml"), Some("sweep-17"));
+        with.mix.failed_run(t, "C", Some("n3"));
+        with.mix.end_job();
+        without.add_job(&[t], 0);
+    }
+    let told = with.detect(Rule::default(), &[]);
+    assert!(told.windows.is_empty(), "{told:?}");
+    assert!(
+        !told.busy.is_empty()
+            && told
+                .busy
+                .iter()
+                .all(|(_, k)| matches!(k, Kind::Burst { job_set, .. } if job_set == "sweep-17"))
+    );
+    let untold = without.detect(Rule::default(), &[]);
+    assert_eq!((untold.windows.len(), untold.busy.len()), (1, 0));
 }
