@@ -34,9 +34,10 @@ use super::stderr::Stderr;
 use super::text::shown_lines;
 use super::words::{
     backtest_details, backtest_sentence, category_changes_words, collisions_words, comparison_sides, compute_recorded,
-    contention_words, estimate_shares, expected_hours, failed_expectations, hours_changes, incidents_line,
-    overlap_change_words, plan_sentence, recorded_replayed, runs_words, seconds_words, shares, side_words, with_errors,
-    CLUSTER_BASELINE, CONTENTION_NOTE, CONTENTION_SHARDED, ESTIMATE_METHOD, PAST_THE_RECORD, PLAN_TITLE, RETRIES_ONLY,
+    contention_said, contention_words, estimate_shares, expected_hours, failed_expectations, hours_changes,
+    incidents_line, overlap_change_words, plan_sentence, recorded_replayed, runs_words, seconds_words, shares,
+    side_words, with_errors, CLUSTER_BASELINE, CONTENTION_NOTE, CONTENTION_SHARDED, ESTIMATE_METHOD, PAST_THE_RECORD,
+    PLAN_TITLE, RETRIES_ONLY,
 };
 use crate::replay::categorize::CategoryCounts;
 
@@ -734,6 +735,9 @@ fn categories(b: &mut String, c: &CategoryCounts, side: &str) {
 /// The contention section (docs/contention.md): each side's sentences, then a comparison's
 /// change of the overlap.
 fn contention(b: &mut String, sides: &[(&str, &ContentionSide)], changes: &[String]) {
+    if !contention_said(sides.iter().map(|(_, s)| *s)) {
+        return;
+    }
     let _ = writeln!(
         b,
         "<section><h2>Retries while others waited</h2>\n<p class=\"note\">{}.</p><ul>",

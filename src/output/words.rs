@@ -492,6 +492,19 @@ pub fn contention_words(s: &crate::replay::contention::Side) -> Vec<String> {
     out
 }
 
+/// Whether the table, markdown and html say the contention section of `sides`: some side
+/// ran a retry or had a job wait with a GPU or CPU request in the record's times. A history
+/// with no request, or none placed in time (a few jobs written by hand), has nothing that
+/// coincided or waited, and the words leave the section out rather than say so on every
+/// replay; json and yaml carry it whole (docs/contention.md "Where it is shown").
+pub fn contention_said<'a>(sides: impl IntoIterator<Item = &'a crate::replay::contention::Side>) -> bool {
+    sides.into_iter().any(|s| {
+        [&s.gpu, &s.cpu]
+            .iter()
+            .any(|r| r.retry_hours > 0.0 || r.queued_hours > 0.0)
+    })
+}
+
 /// A comparison's sides as the contention section labels them, in order.
 pub fn comparison_sides(
     s: &crate::replay::contention::OfComparison,

@@ -46,13 +46,15 @@ pub(crate) fn refused(dir: &Path, files: &[&str]) -> String {
 }
 
 /// Each shard of `args` (a `simulate` or `tune` command line) into `DIR/TAG-I.json`: exit 0
-/// and nothing on stdout but the partial.
+/// and nothing on stdout but the partial. With `--contention off`, as [`same`]'s one process:
+/// a shard cannot sum the contention section, and the default's merge says so
+/// (`contention_verbs`), where one process prints it.
 pub(crate) fn shards(dir: &Path, tag: &str, args: &[&str], n: u64) -> Vec<String> {
     (0..n)
         .map(|i| {
             let shard = format!("{i}/{n}");
             let mut all = args.to_vec();
-            all.extend(["--shard", &shard, "-o", "partial"]);
+            all.extend(["--shard", &shard, "-o", "partial", "--contention", "off"]);
             let out = run(dir, &all);
             assert_eq!(
                 out.status.code(),
@@ -71,7 +73,7 @@ pub(crate) fn shards(dir: &Path, tag: &str, args: &[&str], n: u64) -> Vec<String
 /// its exit status; the output of one process, for the caller's own checks.
 pub(crate) fn same(dir: &Path, args: &[&str], partials: &[String], format: &str) -> Output {
     let mut one = args.to_vec();
-    one.extend(["-o", format]);
+    one.extend(["-o", format, "--contention", "off"]);
     let whole = run(dir, &one);
     merges_to(dir, &whole, partials, format, &format!("{args:?}"));
     whole
@@ -323,7 +325,7 @@ fn shards_from_stdin_merge_to_one_process() {
                 .env("NO_COLOR", "1")
                 .current_dir(dir.path())
                 .args(args)
-                .args(["--shard", &shard, "-o", "partial"])
+                .args(["--shard", &shard, "-o", "partial", "--contention", "off"])
                 .stdin(Stdio::piped())
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())
@@ -352,7 +354,7 @@ fn shards_from_stdin_merge_to_one_process() {
         let whole = retryctl(home.path())
             .current_dir(dir.path())
             .args(args)
-            .args(["-o", format])
+            .args(["-o", format, "--contention", "off"])
             .write_stdin(h.clone())
             .output()
             .unwrap();

@@ -65,7 +65,8 @@ fn merge_says(shard: &str, first: &str) -> String {
 
 fn with_output(args: &[&str], format: &str) -> Vec<String> {
     let mut all: Vec<String> = args.iter().map(|a| a.to_string()).collect();
-    all.extend(["-o".to_string(), format.to_string()]);
+    // As `shards` runs them: the contention section is not summed in shards.
+    all.extend(["-o", format, "--contention", "off"].map(String::from));
     all
 }
 

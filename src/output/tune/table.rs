@@ -173,7 +173,10 @@ pub(super) fn write_table(view: &TuneView<'_>, style: Style, out: &mut dyn Write
         }
     }
     if with_contention(r) {
-        writeln!(out, "({OVERLAP_NOTE})")?;
+        // Wrapped as the table's other notes: it is longer than a line.
+        for line in lines::wrap("(", " ", &format!("{OVERLAP_NOTE})")) {
+            writeln!(out, "{line}")?;
+        }
     } else if contention_sharded(r) {
         writeln!(out, "contention: {CONTENTION_SHARDED}")?;
     }
