@@ -45,16 +45,27 @@ pub(crate) fn refused(dir: &Path, files: &[&str]) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
-/// Each shard of `args` (a `simulate` or `tune` command line) into `DIR/TAG-I.json`: exit 0
-/// and nothing on stdout but the partial. With `--contention off`, as [`same`]'s one process:
-/// a shard cannot sum the contention section, and the default's merge says so
-/// (`contention_verbs`), where one process prints it.
+/// `--contention off` for a `simulate` or `tune` command line, as both its shards and its one
+/// process run in these tests: a shard cannot sum the contention section, and the default's
+/// merge says so (`contention_verbs`) where one process prints it. None for `suggest`, whose
+/// merge compares the whole history and says the section as one process does.
+pub(crate) fn contention_off(args: &[&str]) -> &'static [&'static str] {
+    if args.first() == Some(&"suggest") {
+        &[]
+    } else {
+        &["--contention", "off"]
+    }
+}
+
+/// Each shard of `args` (a `simulate`, `tune` or `suggest` command line) into
+/// `DIR/TAG-I.json`: exit 0 and nothing on stdout but the partial; [`contention_off`].
 pub(crate) fn shards(dir: &Path, tag: &str, args: &[&str], n: u64) -> Vec<String> {
     (0..n)
         .map(|i| {
             let shard = format!("{i}/{n}");
             let mut all = args.to_vec();
-            all.extend(["--shard", &shard, "-o", "partial", "--contention", "off"]);
+            all.extend(["--shard", &shard, "-o", "partial"]);
+            all.extend(contention_off(args));
             let out = run(dir, &all);
             assert_eq!(
                 out.status.code(),
@@ -73,7 +84,8 @@ pub(crate) fn shards(dir: &Path, tag: &str, args: &[&str], n: u64) -> Vec<String
 /// its exit status; the output of one process, for the caller's own checks.
 pub(crate) fn same(dir: &Path, args: &[&str], partials: &[String], format: &str) -> Output {
     let mut one = args.to_vec();
-    one.extend(["-o", format, "--contention", "off"]);
+    one.extend(["-o", format]);
+    one.extend(contention_off(args));
     let whole = run(dir, &one);
     merges_to(dir, &whole, partials, format, &format!("{args:?}"));
     whole
