@@ -56,13 +56,17 @@ fn started(start: i64, ran: i64, pool: Option<&str>, outcome: Outcome) -> Run {
     }
 }
 
-fn record(histories: &[FailureHistory], windows: &Windows) -> Tally {
+/// Each history as the record holds it.
+fn record_jobs(histories: &[FailureHistory]) -> Vec<JobRuns> {
     let mut ends = Vec::new();
-    let jobs: Vec<JobRuns> = histories
+    histories
         .iter()
         .map(|h| JobRuns::of(h, Started::record(h), &mut ends))
-        .collect();
-    tally(&jobs, windows)
+        .collect()
+}
+
+fn record(histories: &[FailureHistory], windows: &Windows) -> Tally {
+    tally(&record_jobs(histories), windows)
 }
 
 fn hours_of(sum: u128) -> f64 {
@@ -343,11 +347,7 @@ fn the_splits_add_back_to_the_overlap_exactly() {
 #[test]
 fn a_spilled_sort_gives_the_same_numbers() {
     let histories = the_case(true, None);
-    let mut ends = Vec::new();
-    let jobs: Vec<JobRuns> = histories
-        .iter()
-        .map(|h| JobRuns::of(h, Started::record(h), &mut ends))
-        .collect();
+    let jobs = record_jobs(&histories);
     let windows = Windows::default();
     let mut c = Contention::with_chunk(3);
     for j in &jobs {
@@ -370,11 +370,7 @@ fn a_thousand_sides_share_one_spill_and_each_sums_as_alone() {
             case
         })
         .collect();
-    let mut ends = Vec::new();
-    let jobs: Vec<JobRuns> = histories
-        .iter()
-        .map(|h| JobRuns::of(h, Started::record(h), &mut ends))
-        .collect();
+    let jobs = record_jobs(&histories);
     let windows = Windows::default();
     // Side `i` starts the first `i % 3` runs of each job: none, the first, both.
     let started = |i: usize, j: &JobRuns| Started {
