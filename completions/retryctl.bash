@@ -2876,7 +2876,7 @@ _retryctl() {
                     return 0
                     ;;
                 --contention)
-                    COMPREPLY=($(compgen -W "on off" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "auto on off" -- "${cur}"))
                     return 0
                     ;;
                 --shard)
@@ -3046,7 +3046,7 @@ _retryctl() {
                     return 0
                     ;;
                 --contention)
-                    COMPREPLY=($(compgen -W "on off" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "auto on off" -- "${cur}"))
                     return 0
                     ;;
                 --categorizer)
@@ -3280,7 +3280,7 @@ _retryctl() {
                     return 0
                     ;;
                 --contention)
-                    COMPREPLY=($(compgen -W "on off" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "auto on off" -- "${cur}"))
                     return 0
                     ;;
                 --shard)

@@ -157,8 +157,11 @@ pub struct ReplayArgs {
 
     /// Retries while others waited (docs/contention.md): `on` sums, from the record's times,
     /// what the retries ran while other jobs' requests waited in their pool, for the record
-    /// and each side, and says it; `off` leaves the section out and the sums undone.
-    #[arg(long, value_enum, value_name = "MODE", default_value = "off")]
+    /// and each side, and says it; `off` leaves the section out and the sums undone; `auto`,
+    /// the default, is `on` in one process and `off` in a `simulate` or `tune` shard
+    /// (`--shard`, `--emit`), whose merged output says it was not computed (`suggest`
+    /// compares in its merge, one process).
+    #[arg(long, value_enum, value_name = "MODE", default_value = "auto")]
     pub contention: ContentionArg,
 
     /// Replay only the jobs of shard I of N (`0/4`: files by byte range, stdin by FNV-1a of
@@ -181,6 +184,7 @@ pub struct ReplayArgs {
 /// `--contention`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ContentionArg {
+    Auto,
     On,
     Off,
 }

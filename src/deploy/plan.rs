@@ -34,6 +34,9 @@ pub struct Plan {
     merge_format: Option<String>,
     /// Where the merge writes its result, as the containers see it.
     pub result: String,
+    /// `--contention` left to its default in a command whose merge adds up the shards' sums
+    /// (`simulate`, `tune`): the shards leave the section out, and the documents say so.
+    pub contention_sharded: bool,
 }
 
 /// Checks `emit` against `invocation` and says what the documents run; every refusal is a
@@ -165,6 +168,16 @@ pub fn plan(emit: &EmitArgs, invocation: &Invocation) -> Result<Plan, CliError> 
         format!("{mount}/result.{ext}")
     });
     check_result(&result, &mount, shards, &inputs)?;
+    // `suggest` compares in its merge, over the whole history: its section is there. The
+    // others' shards leave it out unless `--contention off` already did (`on` is refused
+    // before: its command's check runs first); the last occurrence is the one clap keeps.
+    let off = invocation
+        .flags
+        .iter()
+        .rev()
+        .find(|f| f.name == "contention")
+        .is_some_and(|f| f.values == ["off"]);
+    let contention_sharded = invocation.command != "suggest" && !off;
     Ok(Plan {
         kind,
         command: invocation.command.clone(),
@@ -180,6 +193,7 @@ pub fn plan(emit: &EmitArgs, invocation: &Invocation) -> Result<Plan, CliError> 
         shard_words,
         merge_format,
         result,
+        contention_sharded,
     })
 }
 
@@ -247,9 +261,9 @@ fn check_result(result: &str, mount: &str, shards: u64, inputs: &[(String, Strin
 
 impl Plan {
     /// The lines both kinds of documents say about the volume, the partials and a missing
-    /// shard.
-    pub fn volume_note(&self) -> [String; 3] {
-        [
+    /// shard; and, when the shards leave it out, the contention section.
+    pub fn volume_note(&self) -> Vec<String> {
+        let mut lines = vec![
             format!(
                 "The claim `{}` (ReadWriteMany) is mounted at {}: the inputs lie there;",
                 self.claim, self.mount
@@ -259,7 +273,14 @@ impl Plan {
                 self.mount, self.result
             ),
             "finished is a missing shard: the merge fails (exit 3) and names it.".into(),
-        ]
+        ];
+        if self.contention_sharded {
+            lines.extend([
+                "contention: not computed for a sharded run (it needs every job in one process: run it".into(),
+                "without --shard or --emit); the merged result says so.".into(),
+            ]);
+        }
+        lines
     }
 
     /// The shard `index`'s container args (`index` a number, or `$(JOB_COMPLETION_INDEX)`

@@ -120,3 +120,26 @@ fn the_shards_carry_the_flags_with_paths_moved_and_dollars_escaped() {
     );
     assert_eq!(plan.job_set, "retryctl-tune");
 }
+
+/// The documents say the contention section is not computed when the shards leave it out:
+/// `tune` and `simulate` with the default (`auto`, given or not), not with `--contention
+/// off` (the last occurrence is clap's), never `suggest` (its merge computes it).
+#[test]
+fn the_documents_say_a_sharded_run_computes_no_contention() {
+    let says = |command: &str, flags: &[(&str, &[&str], bool)]| {
+        let mut all = vec![("history", &["h.jsonl"][..], true)];
+        all.extend_from_slice(flags);
+        let p = plan(&emit_args(), &test_invocation(command, &all)).unwrap();
+        p.volume_note()
+            .iter()
+            .any(|l| l.starts_with("contention: not computed for a sharded run"))
+    };
+    assert!(says("tune", &[]));
+    assert!(says("simulate", &[("contention", &["auto"], false)]));
+    assert!(says(
+        "tune",
+        &[("contention", &["off"], false), ("contention", &["auto"], false)]
+    ));
+    assert!(!says("tune", &[("contention", &["off"], false)]));
+    assert!(!says("suggest", &[]));
+}

@@ -34,9 +34,10 @@ use super::stderr::Stderr;
 use super::text::shown_lines;
 use super::words::{
     backtest_details, backtest_sentence, category_changes_words, collisions_words, comparison_sides, compute_recorded,
-    contention_words, estimate_shares, expected_hours, failed_expectations, hours_changes, incidents_line,
-    overlap_change_words, plan_sentence, recorded_replayed, runs_words, seconds_words, shares, side_words, with_errors,
-    CLUSTER_BASELINE, CONTENTION_NOTE, ESTIMATE_METHOD, PAST_THE_RECORD, PLAN_TITLE, RETRIES_ONLY,
+    contention_said, contention_words, estimate_shares, expected_hours, failed_expectations, hours_changes,
+    incidents_line, overlap_change_words, plan_sentence, recorded_replayed, runs_words, seconds_words, shares,
+    side_words, with_errors, CLUSTER_BASELINE, CONTENTION_NOTE, CONTENTION_SHARDED, ESTIMATE_METHOD, PAST_THE_RECORD,
+    PLAN_TITLE, RETRIES_ONLY,
 };
 use crate::replay::categorize::CategoryCounts;
 
@@ -397,6 +398,8 @@ fn plan_page(
     costs_section(&mut b, c, e);
     if let Some(s) = &c.contention {
         comparison_contention(&mut b, s);
+    } else if c.contention_sharded {
+        contention_sharded(&mut b);
     }
     if let Some(bt) = &e.backtest {
         backtest_section(&mut b, bt);
@@ -732,6 +735,9 @@ fn categories(b: &mut String, c: &CategoryCounts, side: &str) {
 /// The contention section (docs/contention.md): each side's sentences, then a comparison's
 /// change of the overlap.
 fn contention(b: &mut String, sides: &[(&str, &ContentionSide)], changes: &[String]) {
+    if !contention_said(sides.iter().map(|(_, s)| *s)) {
+        return;
+    }
     let _ = writeln!(
         b,
         "<section><h2>Retries while others waited</h2>\n<p class=\"note\">{}.</p><ul>",
@@ -748,6 +754,15 @@ fn contention(b: &mut String, sides: &[(&str, &ContentionSide)], changes: &[Stri
         let _ = writeln!(b, "<li>{}</li>", esc(change));
     }
     b.push_str("</ul></section>\n");
+}
+
+/// What a sharded run says where the contention section would be.
+pub(crate) fn contention_sharded(b: &mut String) {
+    let _ = writeln!(
+        b,
+        "<section><h2>Retries while others waited</h2>\n<p class=\"note\">{}.</p></section>",
+        esc(&capitalized(CONTENTION_SHARDED))
+    );
 }
 
 /// A comparison's contention section (`simulate --baseline`, `suggest`).
@@ -827,6 +842,8 @@ fn replay_page(s: &Summary, e: &Estimates) -> String {
     b.push_str("</section>\n");
     if let Some(c) = &s.contention {
         contention(&mut b, &[("recorded", &c.recorded), ("replayed", &c.replayed)], &[]);
+    } else if s.contention_sharded {
+        contention_sharded(&mut b);
     }
 
     let rules = rule_rows(s);

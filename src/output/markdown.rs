@@ -27,10 +27,10 @@ use super::stderr::Stderr;
 use super::text::shown;
 use super::words::{
     backtest_details, backtest_sentence, candidate_estimate_words, category_changes_words, collisions_words,
-    comparison_sides, compute_recorded, contention_words, estimate_words, expected_hours, expected_words,
-    failed_expectations, hours_changes, incidents_line, overlap_change_words, plan_sentence, rate_words,
-    recorded_replayed, runs_words, seconds_words, side_words, transition_note, with_errors, without_estimate,
-    CLUSTER_BASELINE, CONTENTION_NOTE, ESTIMATE_METHOD, PLAN_TITLE, RETRIES_ONLY,
+    comparison_sides, compute_recorded, contention_said, contention_words, estimate_words, expected_hours,
+    expected_words, failed_expectations, hours_changes, incidents_line, overlap_change_words, plan_sentence,
+    rate_words, recorded_replayed, runs_words, seconds_words, side_words, transition_note, with_errors,
+    without_estimate, CLUSTER_BASELINE, CONTENTION_NOTE, CONTENTION_SHARDED, ESTIMATE_METHOD, PLAN_TITLE, RETRIES_ONLY,
 };
 use crate::replay::categorize::CategoryCounts;
 
@@ -220,6 +220,8 @@ fn plan(c: &Comparison, e: &Estimates, listed: &Listed<Row>, mode: Mode) -> Stri
     }
     if let Some(s) = &c.contention {
         comparison_contention(&mut m, s);
+    } else if c.contention_sharded {
+        let _ = writeln!(m, "{}\n", contention_sharded());
     }
     if let Some(s) = &c.categories {
         for (side, counts) in [("baseline", &s.baseline), ("candidate", &s.candidate)] {
@@ -292,7 +294,10 @@ fn categories(m: &mut String, c: &CategoryCounts, side: &str) {
 
 /// The contention section (docs/contention.md): each side's sentences, then a comparison's
 /// change of the overlap.
-fn contention(m: &mut String, sides: &[(&str, &ContentionSide)], changes: &[String]) {
+fn contention(m: &mut String, sides: &[(&str, &ContentionSide)], changes: &[String]) -> bool {
+    if !contention_said(sides.iter().map(|(_, s)| *s)) {
+        return false;
+    }
     let _ = writeln!(m, "\n**Retries while others waited** ({}):\n", text(CONTENTION_NOTE));
     for (label, side) in sides {
         let _ = writeln!(m, "- {label}: {}", text(&contention_words(side).join("; ")));
@@ -300,16 +305,23 @@ fn contention(m: &mut String, sides: &[(&str, &ContentionSide)], changes: &[Stri
     for change in changes {
         let _ = writeln!(m, "- {}", text(change));
     }
+    true
+}
+
+/// What a sharded run says where the contention section would be.
+pub(crate) fn contention_sharded() -> String {
+    format!("**Retries while others waited:** {}.", text(CONTENTION_SHARDED))
 }
 
 /// A comparison's contention section (`simulate --baseline`, `suggest`), then a blank line.
 pub(crate) fn comparison_contention(m: &mut String, s: &OfComparison) {
-    contention(
+    if contention(
         m,
         &comparison_sides(s),
         &overlap_change_words(&s.baseline, &s.candidate),
-    );
-    m.push('\n');
+    ) {
+        m.push('\n');
+    }
 }
 
 fn report(s: &Summary, e: &Estimates) -> String {
@@ -337,7 +349,9 @@ fn report(s: &Summary, e: &Estimates) -> String {
         compute_recorded(s)
     );
     if let Some(c) = &s.contention {
-        contention(&mut m, &[("recorded", &c.recorded), ("replayed", &c.replayed)], &[]);
+        let _ = contention(&mut m, &[("recorded", &c.recorded), ("replayed", &c.replayed)], &[]);
+    } else if s.contention_sharded {
+        let _ = writeln!(m, "\n{}", contention_sharded());
     }
     if s.expectation_failed_jobs > 0 {
         let _ = writeln!(

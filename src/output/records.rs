@@ -304,8 +304,8 @@ pub fn summary_json(s: &Summary, e: &Estimates) -> Value {
     if let (Some(c), Value::Object(m)) = (&s.categories, &mut v) {
         m.extend(categories_json(c));
     }
-    if let (Some(c), Value::Object(m)) = (&s.contention, &mut v) {
-        m.insert("contention".into(), json!(c));
+    if let Value::Object(m) = &mut v {
+        contention_json(m, s.contention.as_deref(), s.contention_sharded);
     }
     v
 }
@@ -506,9 +506,7 @@ pub fn comparison_totals_json(c: &Comparison, e: &Estimates) -> Map<String, Valu
             json!({"baseline": categories_json(&s.baseline), "candidate": categories_json(&s.candidate)}),
         );
     }
-    if let Some(s) = &c.contention {
-        m.insert("contention".into(), json!(s));
-    }
+    contention_json(&mut m, c.contention.as_deref(), c.contention_sharded);
     m
 }
 
@@ -796,5 +794,19 @@ impl Sink for RecordSink<'_> {
             }
         }
         Ok(())
+    }
+}
+
+/// `contention` (docs/contention.md) when computed; in a sharded run's answer, which the
+/// default leaves it out of, `null` and `contentionNotComputed` saying why; else nothing.
+pub fn contention_json<T: serde::Serialize>(m: &mut Map<String, Value>, c: Option<&T>, sharded: bool) {
+    if let Some(c) = c {
+        m.insert("contention".into(), json!(c));
+    } else if sharded {
+        m.insert("contention".into(), Value::Null);
+        m.insert(
+            "contentionNotComputed".into(),
+            json!(crate::output::words::CONTENTION_SHARDED_REASON),
+        );
     }
 }

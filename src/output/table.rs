@@ -30,10 +30,10 @@ use super::stderr::Stderr;
 use super::text::shown;
 use super::words::{
     backtest_details, backtest_sentence, candidate_estimate_words, category_changes_items, collisions_words,
-    comparison_sides, compute_recorded, contention_words, estimate_words, expected_words, failed_expectations,
-    hours_changes, incidents_line, overlap_change_words, plan_sentence, recorded_replayed, runs_words, seconds_words,
-    side_words, successes_words, transition_note, with_errors, without_estimate, CLUSTER_BASELINE, CONTENTION_NOTE,
-    METHOD_LINE, RETRIES_ONLY,
+    comparison_sides, compute_recorded, contention_said, contention_words, estimate_words, expected_words,
+    failed_expectations, hours_changes, incidents_line, overlap_change_words, plan_sentence, recorded_replayed,
+    runs_words, seconds_words, side_words, successes_words, transition_note, with_errors, without_estimate,
+    CLUSTER_BASELINE, CONTENTION_NOTE, CONTENTION_SHARDED, METHOD_LINE, RETRIES_ONLY,
 };
 use super::Style;
 
@@ -229,6 +229,8 @@ pub fn write_summary(out: &mut dyn Write, style: Style, s: &Summary, e: &Estimat
     }
     if let Some(c) = &s.contention {
         write_contention(out, &[("recorded", &c.recorded), ("replayed", &c.replayed)], &[])?;
+    } else if s.contention_sharded {
+        writeln!(out, "  contention: {CONTENTION_SHARDED}")?;
     }
     if s.expectation_failed_jobs > 0 {
         let list = failed_expectations(s, |id| shown(id).into_owned());
@@ -256,6 +258,9 @@ pub fn write_summary(out: &mut dyn Write, style: Style, s: &Summary, e: &Estimat
 /// The contention section (docs/contention.md): each side's sentences under its label, then
 /// `changes`, a comparison's change of the overlap.
 pub fn write_contention(out: &mut dyn Write, sides: &[(&str, &ContentionSide)], changes: &[String]) -> io::Result<()> {
+    if !contention_said(sides.iter().map(|(_, s)| *s)) {
+        return Ok(());
+    }
     writeln!(out, "  contention: retries while others waited ({CONTENTION_NOTE})")?;
     let width = sides.iter().map(|(label, _)| label.len()).max().unwrap_or(0) + 2;
     let rest = " ".repeat(4 + width);
@@ -336,6 +341,8 @@ pub fn write_comparison(out: &mut dyn Write, style: Style, c: &Comparison) -> io
             &comparison_sides(s),
             &overlap_change_words(&s.baseline, &s.candidate),
         )?;
+    } else if c.contention_sharded {
+        writeln!(out, "  contention: {CONTENTION_SHARDED}")?;
     }
     if let Some(s) = &c.categories {
         write_categories(out, style, &s.baseline, "baseline: ")?;

@@ -393,6 +393,15 @@ pub const ESTIMATE_METHOD: &str = "each Pending job's chance to succeed over the
 pub const CONTENTION_NOTE: &str =
     "what coincided in the record's times; the queue another policy would have made is not modelled";
 
+/// Where a sharded run's answer would hold the contention section, what it holds instead: the
+/// default computes it in one process only (docs/past-one-machine.md), and a merge never lacks
+/// it silently.
+pub const CONTENTION_SHARDED: &str =
+    "not computed for a sharded run (it needs every job in one process: run it without --shard or --emit)";
+
+/// json and yaml's `contentionNotComputed` beside `contention: null`: why it is null.
+pub const CONTENTION_SHARDED_REASON: &str = "sharded";
+
 /// Hours of a resource for reading, as the contention section says them: whole hours with
 /// thousands grouped from 100 on (`262,322`), else [`hours_words`].
 pub fn grouped_hours(h: f64) -> String {
@@ -481,6 +490,19 @@ pub fn contention_words(s: &crate::replay::contention::Side) -> Vec<String> {
         out.push(format!("in no sum: {}", none.join(", ")));
     }
     out
+}
+
+/// Whether the table, markdown and html say the contention section of `sides`: some side
+/// ran a retry or had a job wait with a GPU or CPU request in the record's times. A history
+/// with no request, or none placed in time (a few jobs written by hand), has nothing that
+/// coincided or waited, and the words leave the section out rather than say so on every
+/// replay; json and yaml carry it whole (docs/contention.md "Where it is shown").
+pub fn contention_said<'a>(sides: impl IntoIterator<Item = &'a crate::replay::contention::Side>) -> bool {
+    sides.into_iter().any(|s| {
+        [&s.gpu, &s.cpu]
+            .iter()
+            .any(|r| r.retry_hours > 0.0 || r.queued_hours > 0.0)
+    })
 }
 
 /// A comparison's sides as the contention section labels them, in order.

@@ -242,6 +242,10 @@ pub struct Comparison {
     /// the end and set then; `None` when off.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub contention: Option<Box<super::contention::OfComparison>>,
+    /// Not computed: the default left it out of a sharded run, and the answer says so where
+    /// the section would be ([`Options::contention_sharded`](super::run::Options)).
+    #[serde(skip)]
+    pub contention_sharded: bool,
     /// Whether the baseline explains the record: the jobs replayed against it and those whose
     /// record contradicts it. `None` when the baseline is no policy the cluster ran (`suggest`
     /// without one), whose contradictions say nothing.
@@ -410,6 +414,7 @@ impl Comparison {
         // Not a difference of sides: an overlap of part of the jobs is not the whole's less
         // another part's.
         out.contention = None;
+        out.contention_sharded = false;
         out
     }
 

@@ -67,6 +67,10 @@ pub struct Summary {
     /// once at the end and set then; `None` when off.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub contention: Option<Box<crate::replay::contention::OfReplay>>,
+    /// Not computed: the default left it out of a sharded run, and the answer says so where
+    /// the section would be ([`Options::contention_sharded`](crate::replay::run::Options)).
+    #[serde(skip)]
+    pub contention_sharded: bool,
 }
 
 /// Drops what the summary does not read (the per-run texts, nodes, pod names), so that a

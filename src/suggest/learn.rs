@@ -155,6 +155,7 @@ pub fn learn_job(
             explain: false,
             incidents: look.clone(),
             contention: false,
+            contention_sharded: false,
         };
         unit.trials.add(history, origin, &options);
     }

@@ -1005,6 +1005,9 @@ impl<'s> SweepFold<'s> {
             // The record is every candidate's, as `simulate --baseline` prints it in each.
             a.comparison.recorded = recorded.clone();
         }
+        for a in &mut arms_out {
+            a.comparison.contention_sharded = options.contention_sharded;
+        }
         if let Some((c, set_of)) = contention {
             let mut sides = c.finish(seen.as_ref())?;
             let recorded = sides.pop().unwrap_or_default();

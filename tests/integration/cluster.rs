@@ -516,6 +516,11 @@ fn simulate_from_the_database_replays_exactly_what_history_exports() {
       (fail_default)   0                 1
       ml-new/1         2                 0
       decisions: retry 2, fail_default 1
+      contention: retries while others waited (what coincided in the record's times; the queue another policy would have made is not modelled)
+        recorded: retries ran 0.67 GPU-h; 0 (0.0%) while other jobs' GPUs waited; overlap with waiting demand 0 GPU-h (0.0% of the 0.06 GPU-h that waited)
+                  retries ran 2.7 CPU-h; 0 (0.0%) while other jobs' CPUs waited; overlap with waiting demand 0 CPU-h (0.0% of the 0.24 CPU-h that waited)
+        replayed: retries ran 0.67 GPU-h; 0 (0.0%) while other jobs' GPUs waited; overlap with waiting demand 0 GPU-h (0.0% of the 0.06 GPU-h that waited)
+                  retries ran 2.7 CPU-h; 0 (0.0%) while other jobs' CPUs waited; overlap with waiting demand 0 CPU-h (0.0% of the 0.24 CPU-h that waited)
       expectations: all met
     --- stderr
     history: exported 2 jobs and 4 runs of queue `ml`

@@ -1,6 +1,7 @@
 //! Retries while others waited (docs/contention.md) as the replay verbs say it: `simulate`'s
-//! one policy, `simulate --baseline`, `tune`, with `--contention on`; none without it (off is
-//! the default for now); and a shard refused with it on.
+//! one policy, `simulate --baseline`, `tune`, with `--contention on` and by default (`auto`);
+//! none with `--contention off`, none in the words of a history with nothing requested; a
+//! shard refused with it on, and a sharded run's merge saying it was not computed.
 //! The history is the closed-form case: a 4-GPU job's retry runs 10:00–11:00 while a 2-GPU
 //! job waits 10:30–12:00 in the same pool: retry 4, queued 3, while others waited 2,
 //! overlap 1 GPU-hours.
@@ -154,23 +155,177 @@ fn simulate_says_the_record_and_its_one_policy() {
 fn contention_off_leaves_the_section_out() {
     let dir = tempfile::tempdir().unwrap();
     let (h, r, _) = files(dir.path());
-    let off = |args: &[&str]| run(&[&["simulate", "--history", &h, "-f", &r][..], args].concat());
-    // `--contention off`, and no flag: off is the default.
-    for extra in [&["--contention", "off"][..], &[]] {
-        for (args, member) in [
-            (&["-o", "json"][..], "summary"),
-            (&["--baseline", &r, "-o", "json"][..], "comparison"),
+    let off = |args: &[&str]| {
+        run(&[
+            &["simulate", "--history", &h, "-f", &r, "--contention", "off"][..],
+            args,
+        ]
+        .concat())
+    };
+    for (args, member) in [
+        (&["-o", "json"][..], "summary"),
+        (&["--baseline", &r, "-o", "json"][..], "comparison"),
+    ] {
+        let (code, stdout, all) = off(args);
+        assert_eq!(code, 0, "{all}");
+        let v: Value = serde_json::from_str(&stdout).unwrap();
+        assert_eq!(v[member].get("contention"), None, "{args:?}");
+        assert_eq!(v[member].get("contentionNotComputed"), None, "{args:?}");
+    }
+    for format in ["table", "markdown", "html"] {
+        let (code, stdout, all) = off(&["-o", format]);
+        assert_eq!(code, 0, "{all}");
+        assert!(
+            !stdout.to_lowercase().contains("while others waited"),
+            "{format}: {stdout}"
+        );
+    }
+}
+
+/// No flag is `auto`: one process prints what `--contention on` prints, in every format, for
+/// `simulate`, `simulate --baseline` and `suggest`.
+#[test]
+fn the_default_says_the_section_in_one_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let (h, r, n) = files(dir.path());
+    let formats = ["table", "json", "yaml", "markdown", "html"];
+    for format in formats {
+        for args in [
+            vec!["simulate", "--history", &h, "-f", &r, "-o", format],
+            vec!["simulate", "--history", &h, "-f", &n, "--baseline", &r, "-o", format],
+            vec!["suggest", "--history", &h, "--baseline", &r, "-o", format],
         ] {
-            let (code, stdout, all) = off(&[args, extra].concat());
-            assert_eq!(code, 0, "{all}");
-            let v: Value = serde_json::from_str(&stdout).unwrap();
-            assert_eq!(v[member].get("contention"), None, "{args:?} {extra:?}");
+            let (code, default, all) = run(&args);
+            assert_eq!(code, 0, "{args:?}: {all}");
+            let (code, on, all) = run(&[&args[..], &["--contention", "on"]].concat());
+            assert_eq!(code, 0, "{args:?}: {all}");
+            assert_eq!(default, on, "{args:?}");
+            assert!(
+                default.contains("overlap with waiting demand 1.0 GPU-h")
+                    || default.contains("\"overlapHours\":1.0")
+                    || default.contains("overlapHours: 1.0"),
+                "{args:?}: {default}"
+            );
         }
-        for format in ["table", "markdown", "html"] {
-            let (code, stdout, all) = off(&[&["-o", format][..], extra].concat());
-            assert_eq!(code, 0, "{all}");
-            assert!(!stdout.contains("while others waited"), "{format}: {stdout}");
-        }
+    }
+}
+
+/// A history whose jobs request no GPU and no CPU (or whose runs have no times) has nothing
+/// that coincided or waited: the table, markdown and html say no section; json and yaml
+/// carry it, zeros and counts.
+#[test]
+fn a_history_with_nothing_requested_says_no_section_in_words() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, r, n) = files(dir.path());
+    let h = dir.path().join("bare.jsonl");
+    fs::write(
+        &h,
+        concat!(
+            r#"{"job":{"id":"a","queue":"ml","submittedAt":"2026-01-01T09:00:00Z"},"runs":[{"conditions":["Preempted"],"runFor":"1h"},{"runFor":"1h","outcome":"succeeded"}]}"#,
+            "\n",
+            r#"{"job":{"id":"b","queue":"ml","resources":{"gpu":"2"}},"runs":[{"conditions":["Preempted"],"runFor":"1h"},{"runFor":"1h","outcome":"succeeded"}]}"#,
+            "\n",
+        ),
+    )
+    .unwrap();
+    let h = h.to_str().unwrap();
+    for format in ["table", "markdown", "html"] {
+        let (code, stdout, all) = run(&["simulate", "--history", h, "-f", &n, "--baseline", &r, "-o", format]);
+        assert_eq!(code, 0, "{all}");
+        assert!(
+            !stdout.to_lowercase().contains("while others waited"),
+            "{format}: {stdout}"
+        );
+    }
+    let (code, stdout, all) = run(&["simulate", "--history", h, "-f", &n, "--baseline", &r, "-o", "json"]);
+    assert_eq!(code, 0, "{all}");
+    let v: Value = serde_json::from_str(&stdout).unwrap();
+    let c = &v["comparison"]["contention"];
+    // `a` requests nothing; `b`'s runs have no submission to place them: untimed.
+    assert_eq!(gpu(&c["recorded"]), (0.0, 0.0, 0.0, 0.0, 2));
+    assert_eq!(c["recorded"]["untimedRuns"], 2, "{c}");
+    assert_eq!(c["candidate"]["retryRuns"], 0, "{c}");
+}
+
+/// The default in shards: each shard leaves the section out, and the merge says, where the
+/// section would be, that it was not computed, in every format (json and yaml: `contention:
+/// null` and `contentionNotComputed: sharded`); `tune`'s merge too (the documents `--emit`
+/// writes say it: `shard_examples`, and the plan's unit test).
+#[test]
+fn a_sharded_run_says_the_section_was_not_computed() {
+    let dir = tempfile::tempdir().unwrap();
+    let (h, r, n) = files(dir.path());
+    let partials = |tag: &str, args: &[&str]| -> Vec<String> {
+        (0..2)
+            .map(|i| {
+                let shard = format!("{i}/2");
+                let (code, stdout, all) = run(&[args, &["--shard", &shard, "-o", "partial"]].concat());
+                assert_eq!(code, 0, "{all}");
+                let file = dir.path().join(format!("{tag}-{i}.json"));
+                fs::write(&file, stdout).unwrap();
+                file.to_str().unwrap().to_string()
+            })
+            .collect()
+    };
+    let merged = |files: &[String], format: &str| -> String {
+        let mut args = vec!["merge"];
+        args.extend(files.iter().map(String::as_str));
+        args.extend(["-o", format]);
+        let (code, stdout, all) = run(&args);
+        assert_eq!(code, 0, "{all}");
+        stdout
+    };
+    let said = "not computed for a sharded run (it needs every job in one process: run it without --shard or --emit)";
+    for (tag, args, member) in [
+        ("plain", vec!["simulate", "--history", &h, "-f", &r], "summary"),
+        (
+            "plan",
+            vec!["simulate", "--history", &h, "-f", &n, "--baseline", &r],
+            "comparison",
+        ),
+    ] {
+        let files = partials(tag, &args);
+        let table = merged(&files, "table");
+        assert!(table.contains(&format!("\n  contention: {said}\n")), "{tag}: {table}");
+        assert!(!table.contains("overlap with waiting demand"), "{tag}: {table}");
+        let json: Value = serde_json::from_str(&merged(&files, "json")).unwrap();
+        assert_eq!(json[member]["contention"], Value::Null, "{tag}: {json}");
+        assert_eq!(json[member]["contentionNotComputed"], "sharded", "{tag}: {json}");
+        let yaml = merged(&files, "yaml");
+        assert!(
+            yaml.contains("contention: null\n") && yaml.contains("contentionNotComputed: sharded\n"),
+            "{tag}: {yaml}"
+        );
+        let markdown = merged(&files, "markdown");
+        assert!(
+            markdown.contains(&format!("**Retries while others waited:** {said}.")),
+            "{tag}: {markdown}"
+        );
+        let html = merged(&files, "html");
+        assert!(
+            html.contains("<h2>Retries while others waited</h2>\n<p class=\"note\">Not computed for a sharded run"),
+            "{tag}: {html}"
+        );
+    }
+    let files = partials(
+        "tune",
+        &[
+            "tune",
+            "--history",
+            &h,
+            "-f",
+            &r,
+            "--vary",
+            "retry-preempted:spec.retryLimit=0..1",
+        ],
+    );
+    let table = merged(&files, "table");
+    assert!(table.contains(&format!("\ncontention: {said}\n")), "{table}");
+    assert!(!table.contains("OVERLAP"), "{table}");
+    let json: Value = serde_json::from_str(&merged(&files, "json")).unwrap();
+    for c in json["tune"]["candidates"].as_array().unwrap() {
+        assert_eq!(c["contention"], Value::Null, "{c}");
+        assert_eq!(c["contentionNotComputed"], "sharded", "{c}");
     }
 }
 
@@ -215,7 +370,7 @@ fn a_shard_with_contention_on_is_refused() {
     let (code, stdout, all) = on(&h, &["-f", &r, "--shard", "0/2", "-o", "partial"]);
     assert_eq!((code, stdout.as_str()), (2, ""), "{all}");
     assert!(
-        all.contains("error: `--shard` writes one shard's part of the answer, and retries while others waited are summed over every job's times in one process: a merge of shards cannot sum them\n\nhint: pass `--contention off` to leave that section out, or run one process"),
+        all.contains("error: `--shard` writes one shard's part of the answer, and retries while others waited are summed over every job's times in one process: a merge of shards cannot sum them\n\nhint: leave out `--contention on`: the default, `auto`, leaves the section out of a shard and says so; or run one process"),
         "{all}"
     );
     let (code, _, all) = on(&h, &["-f", &r, "--emit", "armada", "--shard-count", "2"]);

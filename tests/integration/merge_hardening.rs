@@ -304,7 +304,7 @@ fn a_low_limit_of_open_files_merges_in_rounds_or_says_so() {
     let p = shards(d, "p", &PLAN, 30);
     for format in ["table", "json"] {
         let mut one = PLAN.to_vec();
-        one.extend(["-o", format]);
+        one.extend(["-o", format, "--contention", "off"]);
         let whole = run(d, &one);
         let merged = merge_under_limit(d, 20, &p, format);
         assert_eq!(
@@ -349,7 +349,7 @@ fn a_directory_of_partials_merges_to_one_process() {
     let d = dir.path();
     std::fs::create_dir(d.join("parts")).unwrap();
     let mut plan = PLAN.to_vec();
-    plan.extend(["-o", "json"]);
+    plan.extend(["-o", "json", "--contention", "off"]);
     let whole = run(d, &plan);
     let p = shards(d, "p", &PLAN, 3);
     for name in &p {
@@ -388,7 +388,7 @@ fn a_directory_of_links_to_partials_merges_and_says_what_it_skips() {
     let dir = what_if(&history());
     let d = dir.path();
     let mut plan = PLAN.to_vec();
-    plan.extend(["-o", "json"]);
+    plan.extend(["-o", "json", "--contention", "off"]);
     let whole = run(d, &plan);
     let p = shards(d, "p", &PLAN, 3);
     fs::create_dir(d.join("parts")).unwrap();

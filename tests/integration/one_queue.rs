@@ -149,7 +149,19 @@ fn shards_of_a_file_select_the_queue_alike() {
     let (f, p) = (file.to_str().unwrap(), policy.to_str().unwrap());
     let one = run(
         home.path(),
-        &["simulate", "-f", p, "--history", f, "--queue", "ml", "-o", "json"],
+        &[
+            "simulate",
+            "-f",
+            p,
+            "--history",
+            f,
+            "--queue",
+            "ml",
+            "-o",
+            "json",
+            "--contention",
+            "off",
+        ],
         "",
     );
     let mut partials = Vec::new();
@@ -170,6 +182,8 @@ fn shards_of_a_file_select_the_queue_alike() {
                 &shard,
                 "-o",
                 "partial",
+                "--contention",
+                "off",
             ],
             "",
         );

@@ -45,14 +45,27 @@ pub(crate) fn refused(dir: &Path, files: &[&str]) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
-/// Each shard of `args` (a `simulate` or `tune` command line) into `DIR/TAG-I.json`: exit 0
-/// and nothing on stdout but the partial.
+/// `--contention off` for a `simulate` or `tune` command line, as both its shards and its one
+/// process run in these tests: a shard cannot sum the contention section, and the default's
+/// merge says so (`contention_verbs`) where one process prints it. None for `suggest`, whose
+/// merge compares the whole history and says the section as one process does.
+pub(crate) fn contention_off(args: &[&str]) -> &'static [&'static str] {
+    if args.first() == Some(&"suggest") {
+        &[]
+    } else {
+        &["--contention", "off"]
+    }
+}
+
+/// Each shard of `args` (a `simulate`, `tune` or `suggest` command line) into
+/// `DIR/TAG-I.json`: exit 0 and nothing on stdout but the partial; [`contention_off`].
 pub(crate) fn shards(dir: &Path, tag: &str, args: &[&str], n: u64) -> Vec<String> {
     (0..n)
         .map(|i| {
             let shard = format!("{i}/{n}");
             let mut all = args.to_vec();
             all.extend(["--shard", &shard, "-o", "partial"]);
+            all.extend(contention_off(args));
             let out = run(dir, &all);
             assert_eq!(
                 out.status.code(),
@@ -72,6 +85,7 @@ pub(crate) fn shards(dir: &Path, tag: &str, args: &[&str], n: u64) -> Vec<String
 pub(crate) fn same(dir: &Path, args: &[&str], partials: &[String], format: &str) -> Output {
     let mut one = args.to_vec();
     one.extend(["-o", format]);
+    one.extend(contention_off(args));
     let whole = run(dir, &one);
     merges_to(dir, &whole, partials, format, &format!("{args:?}"));
     whole
@@ -323,7 +337,7 @@ fn shards_from_stdin_merge_to_one_process() {
                 .env("NO_COLOR", "1")
                 .current_dir(dir.path())
                 .args(args)
-                .args(["--shard", &shard, "-o", "partial"])
+                .args(["--shard", &shard, "-o", "partial", "--contention", "off"])
                 .stdin(Stdio::piped())
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())
@@ -352,7 +366,7 @@ fn shards_from_stdin_merge_to_one_process() {
         let whole = retryctl(home.path())
             .current_dir(dir.path())
             .args(args)
-            .args(["-o", format])
+            .args(["-o", format, "--contention", "off"])
             .write_stdin(h.clone())
             .output()
             .unwrap();

@@ -104,7 +104,14 @@ fn a_merge_into_a_file_leaves_it_as_it_was_when_refused() {
     let dir = what_if(&h);
     let d = dir.path();
     let p = shards(d, "p", &PLAN, 3);
-    let whole = run(d, &PLAN.iter().copied().chain(["-o", "json"]).collect::<Vec<_>>());
+    let whole = run(
+        d,
+        &PLAN
+            .iter()
+            .copied()
+            .chain(["-o", "json", "--contention", "off"])
+            .collect::<Vec<_>>(),
+    );
     assert!(whole.stdout.len() > 512 << 10, "{} bytes", whole.stdout.len());
     let args = |last: &str| {
         vec![p[0].as_str(), p[1].as_str(), last, "-o", "json"]

@@ -65,7 +65,9 @@ fn merge_says(shard: &str, first: &str) -> String {
 
 fn with_output(args: &[&str], format: &str) -> Vec<String> {
     let mut all: Vec<String> = args.iter().map(|a| a.to_string()).collect();
-    all.extend(["-o".to_string(), format.to_string()]);
+    all.extend(["-o", format].map(String::from));
+    // As `shards` runs them.
+    all.extend(crate::shards::contention_off(args).iter().map(|a| a.to_string()));
     all
 }
 

@@ -809,6 +809,9 @@ fn the_backtest_is_simulate_on_the_later_jobs_alone() {
             path(&file),
             "-o",
             "json",
+            // The backtest's comparison leaves the contention out (the whole history's says it).
+            "--contention",
+            "off",
         ],
     ));
     assert_eq!(b["comparison"], sim["comparison"]);

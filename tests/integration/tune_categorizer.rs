@@ -71,7 +71,7 @@ fn assert_invariant(dir: &Path, extra: &[&str], baseline_categorizer: &str) -> V
     ];
     args.extend(&varies);
     args.extend(extra);
-    args.extend(["-o", "json"]);
+    args.extend(["-o", "json", "--contention", "off"]);
     let tuned = json(&run(dir, &args));
     let candidates = tuned["tune"]["candidates"].as_array().unwrap().clone();
     assert_eq!(candidates.len(), 8, "{tuned}");
@@ -112,7 +112,7 @@ fn assert_invariant(dir: &Path, extra: &[&str], baseline_categorizer: &str) -> V
                 .iter()
                 .filter(|a| !a.starts_with("--baseline-categorizer") && **a != "recorded"),
         );
-        sim.extend(["-o", "json"]);
+        sim.extend(["-o", "json", "--contention", "off"]);
         let simulated = json(&run(dir, &sim));
         let comparison = &simulated["comparison"];
         assert_eq!(
@@ -284,11 +284,17 @@ fn shards_merge_to_the_same_bytes() {
         "c.yaml",
     ];
     args.extend(VARIES.iter().flat_map(|v| ["--vary", *v]));
-    let whole = run(dir.path(), &[&args[..], &["-o", "json"]].concat());
+    let whole = run(
+        dir.path(),
+        &[&args[..], &["-o", "json", "--contention", "off"]].concat(),
+    );
     assert_eq!(whole.status.code(), Some(0), "{}", format_output(&whole));
     for i in 0..3 {
         let shard = format!("{i}/3");
-        let out = run(dir.path(), &[&args[..], &["--shard", &shard, "-o", "partial"]].concat());
+        let out = run(
+            dir.path(),
+            &[&args[..], &["--shard", &shard, "-o", "partial", "--contention", "off"]].concat(),
+        );
         assert_eq!(out.status.code(), Some(0), "{}", format_output(&out));
         fs::write(dir.path().join(format!("part-{i}.json")), &out.stdout).unwrap();
     }

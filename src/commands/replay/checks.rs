@@ -75,7 +75,7 @@ pub fn contention_in_one_process(contention: bool, shard: bool, emit: bool) -> R
     Err(CliError::usage(format!(
         "{flag}, and retries while others waited are summed over every job's times in one process: a merge of shards cannot sum them"
     ))
-    .with_hint("pass `--contention off` to leave that section out, or run one process"))
+    .with_hint("leave out `--contention on`: the default, `auto`, leaves the section out of a shard and says so; or run one process"))
 }
 
 /// `--backtest-at TIME`: an RFC 3339 time.

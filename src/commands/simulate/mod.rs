@@ -145,8 +145,9 @@ pub fn check(args: &SimulateArgs) -> Result<ReplaySpec, CliError> {
         args.categorizer.clone(),
         args.baseline_categorizer.clone(),
     );
-    let spec = ReplaySpec::of(&args.replay, sides)?;
-    contention_in_one_process(spec.contention, args.replay.shard.is_some(), args.emit.emit.is_some())?;
+    let (shard, emit) = (args.replay.shard.is_some(), args.emit.emit.is_some());
+    let spec = ReplaySpec::of(&args.replay, sides, shard || emit)?;
+    contention_in_one_process(spec.contention, shard, emit)?;
     Ok(spec)
 }
 
@@ -172,6 +173,7 @@ fn drive<S: HistorySource>(
         explain: sides.baseline.explains(),
         incidents: sides.spec.look().clone(),
         contention: sides.spec.contention,
+        contention_sharded: sides.spec.contention_sharded,
     };
     // `--allow-empty` on a history with no job: the table is the summary of 0 jobs, whatever
     // the source (a YAML file or stdin would print one table per job: none).

@@ -43,6 +43,7 @@ pub fn merge(ctx: &mut Context, args: &MergeArgs, partials: &mut [Partial]) -> a
         explain: false,
         incidents: run.spec.look().clone(),
         contention: false,
+        contention_sharded: run.spec.contention_sharded,
     };
     let mut held = Held::for_stdout(&mut *ctx.out, ctx.out_is_stdout)?;
     // The replay's messages too, until every partial's seal is checked (at its last

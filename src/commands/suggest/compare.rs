@@ -125,6 +125,7 @@ impl Suggest {
             explain: false,
             incidents: self.sides.spec.look().clone(),
             contention: false,
+            contention_sharded: false,
         };
         let finished = std::mem::take(&mut pass.learning.trials)
             .finish_with(&options, Some(detected))
@@ -210,6 +211,7 @@ impl Suggest {
             // The whole history's comparison (the one whose rules are checked) says the
             // contention; the backtest's later jobs' does not.
             contention: self.sides.spec.contention && check.is_some(),
+            contention_sharded: false,
         };
         let mut out = doc.member(out, "comparison")?;
         let mut quiet = io::sink();
@@ -256,6 +258,7 @@ impl Suggest {
             explain: false,
             incidents: Look::known(side.incidents.clone()),
             contention: false,
+            contention_sharded: false,
         };
         let (mut quiet, mut nothing) = (io::sink(), io::sink());
         let stderr = Stderr::new(&mut quiet, style, None, false);

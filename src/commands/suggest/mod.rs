@@ -201,7 +201,8 @@ pub fn check(args: &SuggestArgs) -> Result<(Knobs, ReplaySpec), CliError> {
         None,
         args.categorizer.clone(),
     );
-    let spec = ReplaySpec::of(&args.replay, sides)?;
+    // Its comparison runs in one process, a sharded suggest's in its merge: never sharded.
+    let spec = ReplaySpec::of(&args.replay, sides, false)?;
     Ok((knobs, spec))
 }
 

@@ -200,6 +200,7 @@ pub fn run(ctx: &mut Context, args: &TuneArgs) -> anyhow::Result<ExitCode> {
             explain: sides.baseline.explains(),
             incidents: sides.spec.look().clone(),
             contention: sides.spec.contention,
+            contention_sharded: sides.spec.contention_sharded,
         },
         template: &template,
         varies: &varies,
@@ -286,6 +287,7 @@ pub fn check(args: &TuneArgs) -> Result<Checked, CliError> {
             args.categorizer.clone(),
             args.baseline_categorizer.clone(),
         ),
+        replay.shard.is_some() || args.emit.emit.is_some(),
     )?;
     if args.source.files.is_empty() {
         return Err(CliError::usage("give the template's documents with `-f PATH`"));

@@ -45,6 +45,7 @@ pub fn merge(ctx: &mut Context, args: &MergeArgs, partials: &mut [Partial]) -> a
         explain: false,
         incidents: run.spec.look().clone(),
         contention: false,
+        contention_sharded: run.spec.contention_sharded,
     };
     // What the shard's own parse accepted: another value was written in by hand.
     let max_compute = match run.max_compute.as_deref().map(parse_max_compute).transpose() {

@@ -10,7 +10,9 @@ use crate::tune::rank::{Ranked, Scored};
 
 use crate::output::html::esc;
 use crate::output::text::shown;
-use crate::output::words::{backtest_details, backtest_sentence, incidents_line, signed_nanos, ESTIMATE_METHOD};
+use crate::output::words::{
+    backtest_details, backtest_sentence, incidents_line, signed_nanos, CONTENTION_SHARDED, ESTIMATE_METHOD,
+};
 
 use super::table::top_rows;
 use super::view::*;
@@ -82,6 +84,12 @@ pub(super) fn html(view: &TuneView<'_>) -> String {
     b.push_str("</table>");
     if with_contention(r) {
         let _ = write!(b, "<p class=\"note\">{}.</p>", esc(OVERLAP_NOTE));
+    } else if contention_sharded(r) {
+        let _ = write!(
+            b,
+            "<p class=\"note\">Retries while others waited: {}.</p>",
+            esc(CONTENTION_SHARDED)
+        );
     }
     if r.candidates.len() > TOP {
         let _ = write!(

@@ -6,7 +6,7 @@
 use std::fmt::Write as _;
 
 use crate::output::markdown::{self, code_span, text as markdown_text};
-use crate::output::words::{incidents_line, signed_nanos};
+use crate::output::words::{incidents_line, signed_nanos, CONTENTION_SHARDED};
 
 use super::table::top_rows;
 use super::view::*;
@@ -80,6 +80,12 @@ pub(super) fn markdown(view: &TuneView<'_>) -> String {
     }
     if with_contention(view.ranked) {
         let _ = writeln!(m, "\n<sub>{}.</sub>", markdown_text(OVERLAP_NOTE));
+    } else if contention_sharded(view.ranked) {
+        let _ = writeln!(
+            m,
+            "\n<sub>Retries while others waited: {}.</sub>",
+            markdown_text(CONTENTION_SHARDED)
+        );
     }
     if let Some(line) = without_estimate_line(view.ranked) {
         let _ = writeln!(m, "\n{}.", markdown_text(&line));

@@ -10,7 +10,7 @@ use crate::model::failure_history::Final;
 use crate::tune::rank::{Excluded, Scored};
 
 use crate::output::records::{
-    backtest_json, compute_json, estimate_json, explained_json, incidents_json, transitions_json,
+    backtest_json, compute_json, contention_json, estimate_json, explained_json, incidents_json, transitions_json,
 };
 use crate::output::words::ESTIMATE_METHOD;
 
@@ -62,8 +62,8 @@ pub(super) fn candidate_json(s: &Scored, categorized: bool) -> Value {
     if let (true, Value::Object(m)) = (categorized, &mut v) {
         m.insert("collisions".into(), json!(collisions(s)));
     }
-    if let (Some(k), Value::Object(m)) = (&c.contention, &mut v) {
-        m.insert("contention".into(), json!(k.candidate));
+    if let Value::Object(m) = &mut v {
+        contention_json(m, c.contention.as_ref().map(|k| &k.candidate), c.contention_sharded);
     }
     v
 }

@@ -14,7 +14,7 @@ use crate::model::failure_history::Final;
 use crate::output::lines;
 use crate::output::table::{write_backtest, write_errors};
 use crate::output::text::shown;
-use crate::output::words::{hours_words, incidents_line, signed_nanos, COLLISION, METHOD_LINE};
+use crate::output::words::{hours_words, incidents_line, signed_nanos, COLLISION, CONTENTION_SHARDED, METHOD_LINE};
 use crate::output::Style;
 
 use super::view::*;
@@ -173,7 +173,12 @@ pub(super) fn write_table(view: &TuneView<'_>, style: Style, out: &mut dyn Write
         }
     }
     if with_contention(r) {
-        writeln!(out, "({OVERLAP_NOTE})")?;
+        // Wrapped as the table's other notes: it is longer than a line.
+        for line in lines::wrap("(", " ", &format!("{OVERLAP_NOTE})")) {
+            writeln!(out, "{line}")?;
+        }
+    } else if contention_sharded(r) {
+        writeln!(out, "contention: {CONTENTION_SHARDED}")?;
     }
     writeln!(
         out,

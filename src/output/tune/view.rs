@@ -10,7 +10,7 @@ use crate::replay::compare::hours;
 use crate::tune::rank::{Excluded, Ranked, Scored};
 use crate::tune::CandidateError;
 
-use crate::output::words::{seconds_words, signed_hours};
+use crate::output::words::{comparison_sides, contention_said, seconds_words, signed_hours};
 
 /// Candidates the table, markdown and html list at most, in the recommendation order.
 pub const TOP: usize = 20;
@@ -103,10 +103,23 @@ pub(super) fn gpu_hours(s: &Scored) -> f64 {
     hours(c.gpu_added) - hours(c.gpu_removed) + s.pending.gpu_hours
 }
 
-/// Whether the candidates carry their contention (docs/contention.md): on unless
-/// `--contention off`.
+/// Whether the table, markdown and html show the candidates' contention (docs/contention.md):
+/// on unless `--contention off`, and some side of some candidate has hours to say
+/// ([`contention_said`]).
 pub(super) fn with_contention(r: &Ranked) -> bool {
-    r.candidates.iter().any(|s| s.tally.comparison.contention.is_some())
+    r.candidates.iter().any(|s| {
+        s.tally
+            .comparison
+            .contention
+            .as_ref()
+            .is_some_and(|c| contention_said(comparison_sides(c).map(|(_, side)| side)))
+    })
+}
+
+/// Whether the default left the contention out of this sharded sweep: every format says so
+/// where the OVERLAP column's note would be.
+pub(super) fn contention_sharded(r: &Ranked) -> bool {
+    r.candidates.iter().any(|s| s.tally.comparison.contention_sharded)
 }
 
 /// The change of a candidate's overlap with other jobs' waiting demand against its baseline:

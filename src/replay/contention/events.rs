@@ -51,11 +51,19 @@ pub struct Event {
     /// A retry's: the failed run before it ended then (`None`: the run before did not fail,
     /// or has no time).
     pub after_failed: Option<i64>,
+    /// Which side of several sorted together the event is of ([`Spill`](super::Spill) sorts
+    /// by side, then time); 0 when one side is sorted alone.
+    pub side: u32,
 }
 
 impl Event {
     /// Bytes an event takes in the sort's file.
-    pub const BYTES: usize = 8 + 1 + 4 + 4 + 8 + 8 + 1 + 8;
+    pub const BYTES: usize = 8 + 1 + 4 + 4 + 8 + 8 + 1 + 8 + 4;
+
+    /// The order the sort hands events back in: by side, then by time.
+    pub fn key(&self) -> (u32, i64) {
+        (self.side, self.t)
+    }
 
     pub fn encode(&self, out: &mut Vec<u8>) {
         out.extend_from_slice(&self.t.to_le_bytes());
@@ -66,6 +74,7 @@ impl Event {
         out.extend_from_slice(&self.cpu.to_le_bytes());
         out.push(u8::from(self.after_failed.is_some()));
         out.extend_from_slice(&self.after_failed.unwrap_or(0).to_le_bytes());
+        out.extend_from_slice(&self.side.to_le_bytes());
     }
 
     /// An event from [`Event::BYTES`] bytes of [`Event::encode`]; `None`: not its bytes.
@@ -86,6 +95,7 @@ impl Event {
                 1 => Some(i64_at(34)),
                 _ => return None,
             },
+            side: u32_at(42),
         })
     }
 }
@@ -174,6 +184,7 @@ pub fn events_started(job: &JobRuns, started: Started, names: &mut Names, out: &
         gpu: job.gpu,
         cpu: job.cpu,
         after_failed,
+        side: 0,
     };
     let from = out.len();
     // Where the job waits and where its retries run, to find the rare times they overlap.

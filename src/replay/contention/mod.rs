@@ -44,7 +44,7 @@ mod side;
 mod spill;
 mod sweep;
 
-pub use collect::{tally, Contention};
+pub use collect::{tally, Contention, Sides};
 pub use events::{events_started, Counts, Event, Kind, Names};
 pub use job::{run_spans, JobRuns, RunSpan, Started, DEFAULT_POOL};
 pub use side::{InIncidents, IncidentHours, OfComparison, OfReplay, Resource, Side};

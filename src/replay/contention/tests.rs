@@ -56,13 +56,17 @@ fn started(start: i64, ran: i64, pool: Option<&str>, outcome: Outcome) -> Run {
     }
 }
 
-fn record(histories: &[FailureHistory], windows: &Windows) -> Tally {
+/// Each history as the record holds it.
+fn record_jobs(histories: &[FailureHistory]) -> Vec<JobRuns> {
     let mut ends = Vec::new();
-    let jobs: Vec<JobRuns> = histories
+    histories
         .iter()
         .map(|h| JobRuns::of(h, Started::record(h), &mut ends))
-        .collect();
-    tally(&jobs, windows)
+        .collect()
+}
+
+fn record(histories: &[FailureHistory], windows: &Windows) -> Tally {
+    tally(&record_jobs(histories), windows)
 }
 
 fn hours_of(sum: u128) -> f64 {
@@ -343,11 +347,7 @@ fn the_splits_add_back_to_the_overlap_exactly() {
 #[test]
 fn a_spilled_sort_gives_the_same_numbers() {
     let histories = the_case(true, None);
-    let mut ends = Vec::new();
-    let jobs: Vec<JobRuns> = histories
-        .iter()
-        .map(|h| JobRuns::of(h, Started::record(h), &mut ends))
-        .collect();
+    let jobs = record_jobs(&histories);
     let windows = Windows::default();
     let mut c = Contention::with_chunk(3);
     for j in &jobs {
@@ -355,6 +355,49 @@ fn a_spilled_sort_gives_the_same_numbers() {
     }
     assert!(c.spilled());
     assert_eq!(c.finish(&windows).unwrap(), tally(&jobs, &windows));
+}
+
+/// A thousand sides (`tune`'s candidates) in one sort: one chunk and one temporary file for
+/// them all, and each side's numbers what that side alone gives, a side with no event too.
+#[test]
+fn a_thousand_sides_share_one_spill_and_each_sums_as_alone() {
+    let histories: Vec<FailureHistory> = (0..8)
+        .flat_map(|k| {
+            let mut case = the_case(k % 2 == 0, None);
+            for h in &mut case {
+                h.job.submitted_at = h.job.submitted_at.map(|t| Timestamp(t.0 + k * 7 * MINUTE));
+            }
+            case
+        })
+        .collect();
+    let jobs = record_jobs(&histories);
+    let windows = Windows::default();
+    // Side `i` starts the first `i % 3` runs of each job: none, the first, both.
+    let started = |i: usize, j: &JobRuns| Started {
+        recorded: (i % 3).min(j.runs.len()),
+        beyond: u32::from(i % 5 == 0),
+    };
+    let n = 1000;
+    let mut all = Sides::with_chunk(n, 64);
+    for j in &jobs {
+        for i in 0..n {
+            all.add_started(i, j, started(i, j)).unwrap();
+        }
+    }
+    assert!(all.spilled());
+    let tallies = all.finish(&windows).unwrap();
+    assert_eq!(tallies.len(), n);
+    for (i, t) in tallies.iter().enumerate().take(6) {
+        let mut alone = Contention::default();
+        for j in &jobs {
+            alone.add_started(j, started(i, j)).unwrap();
+        }
+        assert_eq!(*t, alone.finish(&windows).unwrap(), "side {i}");
+    }
+    // The sides repeat every 15: the same numbers, far from the first chunk.
+    assert_eq!(tallies[997], tallies[997 % 15]);
+    assert!(Side::of(&tallies[2]).gpu.overlap_hours > 0.0);
+    assert_eq!(Side::of(&tallies[0]).gpu.retry_hours, 0.0);
 }
 
 #[test]
@@ -368,6 +411,7 @@ fn an_event_reads_back_from_its_bytes() {
             gpu: u64::MAX,
             cpu: 0,
             after_failed: Some(i64::MIN),
+            side: 7,
         },
         Event {
             t: i64::MAX,
@@ -377,6 +421,7 @@ fn an_event_reads_back_from_its_bytes() {
             gpu: 1,
             cpu: 2,
             after_failed: None,
+            side: u32::MAX,
         },
     ] {
         let mut b = Vec::new();

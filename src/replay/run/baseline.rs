@@ -386,6 +386,7 @@ impl<'s> CompareFold<'s> {
                 candidate,
             }));
         }
+        comparison.contention_sharded = options.contention_sharded;
         if !stopped {
             spool.drain(|ch| {
                 let d = &ch.diff;

@@ -11,7 +11,7 @@ use std::io;
 
 use crate::engine::JobReport;
 use crate::model::failure_history::FailureHistory;
-use crate::replay::contention::{Contention, JobRuns, Side, Started};
+use crate::replay::contention::{JobRuns, Side, Sides, Started};
 use crate::replay::incidents::{Seen, Windows};
 
 /// The runs a replayed side starts: those of its report, then those a Pending side has left.
@@ -41,35 +41,33 @@ impl Taken {
     }
 }
 
-/// One collector a side, and the record's last.
+/// Every side's events and the record's (last), in one sort: one chunk in memory and one
+/// temporary file whatever the number of sides ([`Sides`]).
 pub struct Collect {
-    sides: Vec<Contention>,
+    sides: usize,
+    all: Sides,
 }
 
 impl Collect {
-    /// Events sorted in memory at a time, over every side together: a side's chunk is its
-    /// share (at least 4,096), so that a sweep of many candidates holds no more than one
-    /// side would hold alone.
-    const CHUNKS: usize = 1 << 18;
-
     /// Collectors for `sides` replayed sides and the record.
     pub fn new(sides: usize) -> Collect {
-        let chunk = (Collect::CHUNKS / (sides + 1)).max(4096);
         Collect {
-            sides: (0..=sides).map(|_| Contention::with_chunk(chunk)).collect(),
+            sides,
+            all: Sides::new(sides + 1),
         }
     }
 
     /// A unit's jobs, in input order.
     pub fn add(&mut self, taken: &Taken) -> io::Result<()> {
-        let Some((record, sides)) = self.sides.split_last_mut() else {
-            return Ok(());
-        };
         for (job, at) in &taken.jobs {
-            for (c, started) in sides.iter_mut().zip(&taken.started[at.clone()]) {
-                c.add_started(job, *started)?;
+            for (side, started) in taken.started[at.clone()].iter().enumerate().take(self.sides) {
+                self.all.add_started(side, job, *started)?;
             }
-            record.add(job)?;
+            let record = Started {
+                recorded: job.runs.len(),
+                beyond: job.beyond,
+            };
+            self.all.add_started(self.sides, job, record)?;
         }
         Ok(())
     }
@@ -78,9 +76,6 @@ impl Collect {
     /// incident windows `seen` found (none: no window) counted apart.
     pub fn finish(self, seen: Option<&Seen>) -> io::Result<Vec<Side>> {
         let windows = Windows(seen.map(|s| s.windows.clone()).unwrap_or_default());
-        self.sides
-            .into_iter()
-            .map(|c| c.finish(&windows).map(|t| Side::of(&t)))
-            .collect()
+        Ok(self.all.finish(&windows)?.iter().map(Side::of).collect())
     }
 }

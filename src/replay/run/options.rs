@@ -22,6 +22,9 @@ pub struct Options {
     /// Retries while others waited (docs/contention.md): the record's and each side's,
     /// swept at the end; off: not collected.
     pub contention: bool,
+    /// Off because the default leaves it out of a shard (docs/past-one-machine.md): the
+    /// answer says it was not computed where the section would be.
+    pub contention_sharded: bool,
 }
 
 /// Why a replay has no answer to print: `--backtest-at` has none (a usage error,

@@ -273,6 +273,7 @@ impl<'s> ReplayFold<'s> {
             let replayed = sides.pop().unwrap_or_default();
             summary.contention = Some(Box::new(OfReplay { recorded, replayed }));
         }
+        summary.contention_sharded = options.contention_sharded;
         if let Some(o) = summary.overflow.clone().or_else(|| summary.recorded.overflow.clone()) {
             return Ok(Replayed {
                 summary,

@@ -125,6 +125,10 @@ pub struct ReplaySpec {
     /// `--contention`: retries while others waited (docs/contention.md) summed and said.
     #[serde(default)]
     pub contention: bool,
+    /// `--contention auto` (the default) in a shard: not summed, and the output says it was
+    /// not computed where the section would be (docs/past-one-machine.md).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub contention_sharded: bool,
     /// How a replay looks for incidents, made from `incidents` once, when first asked (a
     /// spec read back from a partial makes it there).
     #[serde(skip)]
@@ -139,8 +143,14 @@ impl PartialEq for ReplaySpec {
             &self.queue,
             &self.backtest_at,
             &self.incidents,
-            self.contention,
-        ) == (&o.sides, &o.queue, &o.backtest_at, &o.incidents, o.contention)
+            (self.contention, self.contention_sharded),
+        ) == (
+            &o.sides,
+            &o.queue,
+            &o.backtest_at,
+            &o.incidents,
+            (o.contention, o.contention_sharded),
+        )
     }
 }
 
@@ -150,7 +160,7 @@ impl ReplaySpec {
         queue: Option<String>,
         backtest_at: Option<BacktestAt>,
         incidents: Setting,
-        contention: bool,
+        (contention, contention_sharded): (bool, bool),
     ) -> ReplaySpec {
         ReplaySpec {
             sides,
@@ -158,26 +168,41 @@ impl ReplaySpec {
             backtest_at,
             incidents,
             contention,
+            contention_sharded,
             look: std::sync::OnceLock::new(),
         }
     }
 
-    /// The replay `replay`'s flags name, of the sides `sides`. `Err`: a value that does not
-    /// read (`--backtest-at`, `--incident`), a usage error.
-    pub fn of(replay: &ReplayArgs, sides: SidesSpec) -> Result<ReplaySpec, CliError> {
+    /// The replay `replay`'s flags name, of the sides `sides`; `sharded`: the command runs as
+    /// shards (`--shard`, `--emit`) whose answer is a merge of sums, where `--contention
+    /// auto` leaves the section out and says so (`suggest` compares in one process, its merge:
+    /// never sharded). `Err`: a value that does not read (`--backtest-at`, `--incident`), a
+    /// usage error.
+    pub fn of(replay: &ReplayArgs, sides: SidesSpec, sharded: bool) -> Result<ReplaySpec, CliError> {
+        let contention = match replay.contention {
+            ContentionArg::On => (true, false),
+            ContentionArg::Off => (false, false),
+            ContentionArg::Auto => (!sharded, sharded),
+        };
         Ok(ReplaySpec::new(
             sides,
             replay.queue.clone(),
             replay.backtest_at.as_deref().map(BacktestAt::parse).transpose()?,
             parse_incidents(replay.incidents, &replay.incident)?,
-            replay.contention == ContentionArg::On,
+            contention,
         ))
     }
 
     /// `watch`'s: its sides ([`SidesSpec::of_watch`]), no queue of its own, no backtest, no
     /// incidents looked for, no contention swept (its gauges read Lookout's present).
     pub fn of_watch(args: &WatchArgs) -> ReplaySpec {
-        ReplaySpec::new(SidesSpec::of_watch(args), None, None, Setting::default(), false)
+        ReplaySpec::new(
+            SidesSpec::of_watch(args),
+            None,
+            None,
+            Setting::default(),
+            (false, false),
+        )
     }
 
     /// The backtest's time, as read.
