@@ -494,3 +494,57 @@ fn tune_says_each_candidates_contention_as_simulate_does() {
         "{table}"
     );
 }
+
+/// Past 100 candidates, the default leaves the section to be asked for, and says so: every
+/// candidate's retries and waits would be sorted on disk. `--contention on` computes it.
+#[test]
+fn tune_past_a_hundred_candidates_says_the_section_waits_for_contention_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let template = dir.path().join("template.yaml");
+    fs::write(&template, RETRIES).unwrap();
+    let template = template.to_str().unwrap().to_string();
+    let h = dir.path().join("busy.jsonl");
+    fs::write(&h, busy_history()).unwrap();
+    let h = h.to_str().unwrap();
+    let search = [
+        "tune",
+        "-f",
+        &template,
+        "--history",
+        h,
+        "--vary",
+        "retry-preempted:spec.retryLimit=0..100",
+    ];
+    let (code, stdout, all) = run(&[&search[..], &["-o", "json"]].concat());
+    assert_eq!(code, 0, "{all}");
+    assert!(
+        all.contains("note: contention: not computed for 101 candidates (more than 100: each one's retries and waits would be sorted on disk); pass --contention on to compute it\n"),
+        "{all}"
+    );
+    let tuned: Value = serde_json::from_str(&stdout).unwrap();
+    let candidates = tuned["tune"]["candidates"].as_array().unwrap();
+    assert_eq!(candidates.len(), 101);
+    assert!(
+        candidates.iter().all(|c| c.get("contention").is_none()),
+        "{}",
+        candidates[0]
+    );
+    let (code, stdout, all) = run(&[&search[..], &["--contention", "on", "-o", "json"]].concat());
+    assert_eq!(code, 0, "{all}");
+    assert!(!all.contains("not computed"), "{all}");
+    let tuned: Value = serde_json::from_str(&stdout).unwrap();
+    let candidates = tuned["tune"]["candidates"].as_array().unwrap();
+    assert!(
+        candidates.iter().all(|c| c["contention"]["retryRuns"].is_u64()),
+        "{}",
+        candidates[0]
+    );
+    // 100 candidates: computed by default.
+    let (code, _, all) = run(&[
+        &search[..5],
+        &["--vary", "retry-preempted:spec.retryLimit=1..100", "-o", "json"],
+    ]
+    .concat());
+    assert_eq!(code, 0, "{all}");
+    assert!(!all.contains("not computed"), "{all}");
+}

@@ -32,7 +32,7 @@
 use std::path::Path;
 
 use crate::app::Context;
-use crate::cli::{TuneArgs, TuneOutput};
+use crate::cli::{ContentionArg, TuneArgs, TuneOutput};
 use crate::commands::replay::checks::{
     backtest_refusal, contention_in_one_process, parse_max_compute, said_after_replay, shell_word,
 };
@@ -73,6 +73,9 @@ use serde::{Deserialize, Serialize};
 
 pub mod shards;
 
+/// The most candidates `--contention auto` computes the section for (docs/contention.md "Cost").
+pub const AUTO_CONTENTION_CANDIDATES: u128 = 100;
+
 /// `--pick`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Pick {
@@ -94,7 +97,7 @@ pub fn run(ctx: &mut Context, args: &TuneArgs) -> anyhow::Result<ExitCode> {
     } = check(args)?;
     let history = replay.history.is_some() || replay.lookout_db.is_some();
     // The template (its documents valid), the baseline and both categorizers, before any work.
-    let Some(sides) = resolve(ctx, sides)? else {
+    let Some(mut sides) = resolve(ctx, sides)? else {
         return Ok(ExitCode::InvalidInput);
     };
     // A template `suggest` rejected heads every pick with that verdict (docs/tune.md
@@ -119,6 +122,17 @@ pub fn run(ctx: &mut Context, args: &TuneArgs) -> anyhow::Result<ExitCode> {
         ))
         .with_hint("vary fewer values (a range with a step: `0..100/10`), or raise --max-candidates")
         .into());
+    }
+    // `--contention auto` over many candidates: every candidate's retries and waits go through
+    // the one sort, whose temporary file grows with candidates × the history's edges (a
+    // thousand candidates over a million edges: about 45 GB), so past this many the section
+    // waits to be asked for (docs/contention.md "Cost"). Said, never silently left out.
+    if replay.contention == ContentionArg::Auto && sides.spec.contention && n > AUTO_CONTENTION_CANDIDATES {
+        sides.spec.contention = false;
+        writeln!(
+            ctx.err,
+            "note: contention: not computed for {n} candidates (more than {AUTO_CONTENTION_CANDIDATES}: each one's retries and waits would be sorted on disk); pass --contention on to compute it"
+        )?;
     }
     let pick_command = pick_command(args);
     let pick = match pick {
