@@ -325,6 +325,7 @@ mod tests {
             collisions_ran: 0,
             failed_runs: 1,
             recorded: Default::default(),
+            mix: Default::default(),
             shadows: vec![Some(shadow)],
             errors: Vec::new(),
         };
