@@ -114,6 +114,18 @@ fn gauges(m: &Metrics) -> (f64, f64, f64) {
     )
 }
 
+/// The scrape's gauges are `want` and `retryctl_watch_incident_failed_runs_total{queue="ml"}`
+/// is `incident_runs`.
+fn expect(m: &Metrics, want: (f64, f64, f64), incident_runs: f64) {
+    assert_eq!(gauges(m), want, "{}", m.text);
+    assert_eq!(
+        m.sum("retryctl_watch_incident_failed_runs_total", &["queue=\"ml\""]),
+        incident_runs,
+        "{}",
+        m.text
+    );
+}
+
 #[test]
 fn a_batch_of_250_ordinary_jobs_is_a_surge_and_pages_nobody() {
     // 250 jobs of the usual mix in 25 job sets of 10: 187 failing where the same hour of the
@@ -134,13 +146,7 @@ fn a_batch_of_250_ordinary_jobs_is_a_surge_and_pages_nobody() {
     }) else {
         return;
     };
-    assert_eq!(gauges(&m), (0.0, 0.0, 1.0), "{}", m.text);
-    assert_eq!(
-        m.sum("retryctl_watch_incident_failed_runs_total", &[]),
-        0.0,
-        "{}",
-        m.text
-    );
+    expect(&m, (0.0, 0.0, 1.0), 0.0);
 }
 
 #[test]
@@ -163,13 +169,7 @@ fn one_job_sets_batch_failing_alike_is_its_burst() {
     }) else {
         return;
     };
-    assert_eq!(gauges(&m), (0.0, 1.0, 0.0), "{}", m.text);
-    assert_eq!(
-        m.sum("retryctl_watch_incident_failed_runs_total", &[]),
-        0.0,
-        "{}",
-        m.text
-    );
+    expect(&m, (0.0, 1.0, 0.0), 0.0);
 }
 
 #[test]
@@ -190,24 +190,12 @@ fn an_outage_over_many_job_sets_and_nodes_is_an_incident_and_its_failed_runs_are
     }) else {
         return;
     };
-    assert_eq!(gauges(&m), (1.0, 0.0, 0.0), "{}", m.text);
     // The hour's failed runs: the outage's 480 and the usual jobs' 6.
-    assert_eq!(
-        m.sum("retryctl_watch_incident_failed_runs_total", &["queue=\"ml\""]),
-        486.0,
-        "{}",
-        m.text
-    );
+    expect(&m, (1.0, 0.0, 0.0), 486.0);
     // An ordinary hour after it: the gauge falls back, the outage's count stays.
     let after = base() + 78 * HOUR;
     lookout_rows::load(&mut db, &(usual("after", "after", after, 0) + "\n"), "");
     let total = m.jobs() + 1.0;
     let m = w.until("the next hour counted", |m| m.jobs() == total);
-    assert_eq!(gauges(&m), (0.0, 0.0, 0.0), "{}", m.text);
-    assert_eq!(
-        m.sum("retryctl_watch_incident_failed_runs_total", &[]),
-        486.0,
-        "{}",
-        m.text
-    );
+    expect(&m, (0.0, 0.0, 0.0), 486.0);
 }
