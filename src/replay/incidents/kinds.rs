@@ -18,7 +18,10 @@
 //!   whatever their kind: an incident when one of them is (or a window given by hand), else a
 //!   burst when one is, else a surge.
 //!
-//! Owns: those steps, and the Binomial tail. Pure: no I/O, no clock. The signatures' texts
+//! Owns: those steps, and the Binomial tail, for two callers: the detector's 10-minute windows
+//! ([`classify`], the mix kept by [`Mix`]) and `watch`'s clock hours (its own bounded hourly
+//! sums), both through [`Expected`] on their [`Grid`], [`unusual_at`] and [`kind_of`]: one
+//! rule. Pure: no I/O, no clock. The signatures' texts
 //! are `model::signature`'s; a job set is `(job.queue, job.jobSet)`.
 
 use std::collections::HashMap;
