@@ -327,8 +327,8 @@ impl Names {
         self.jobs[id as usize] += 1;
         let deltas = &mut self.deltas;
         window_runs(steps, |a, b| {
-            *deltas.entry((id, a)).or_default() += 1;
-            *deltas.entry((id, b + 1)).or_default() -= 1;
+            bump(deltas, (id, a), 1);
+            bump(deltas, (id, b + 1), -1);
         });
     }
 
@@ -343,11 +343,10 @@ impl Names {
         for (&(oid, step), d) in &o.deltas {
             let id = ids[oid as usize];
             if id != PAST {
-                *self.deltas.entry((id, step)).or_default() += d;
+                bump(&mut self.deltas, (id, step), *d);
             }
         }
         self.past |= o.past || ids.contains(&PAST);
-        self.deltas.retain(|_, d| *d != 0);
     }
 
     /// At each of `starts` (sorted), the count of each name's failing jobs in the window
@@ -375,6 +374,25 @@ impl Names {
     /// Of `counts`, the id with most jobs ([`top`]).
     fn top(&self, counts: &HashMap<u32, u64>) -> Option<(u32, u64)> {
         top(counts.iter().map(|(&id, &n)| (id, self.names[id as usize].as_str(), n))).map(|(id, _, n)| (id, n))
+    }
+}
+
+/// Adds `d` to the change at `key`, a change that comes to 0 taken out where it is made: the
+/// map holds no 0 whatever the order of adds and merges (a pass over the whole map at each
+/// merge of a unit made the merges quadratic in the units).
+fn bump(deltas: &mut Fast<(u32, i64), i64>, key: (u32, i64), d: i64) {
+    match deltas.entry(key) {
+        std::collections::hash_map::Entry::Occupied(mut e) => {
+            *e.get_mut() += d;
+            if *e.get() == 0 {
+                e.remove();
+            }
+        }
+        std::collections::hash_map::Entry::Vacant(e) => {
+            if d != 0 {
+                e.insert(d);
+            }
+        }
     }
 }
 
