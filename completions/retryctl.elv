@@ -1241,7 +1241,7 @@ set edit:completion:arg-completer[retryctl] = {|@words|
             cand --allow-empty 'Exit 0 when the history holds no job (an empty file, directory, stdin or Lookout window), instead of 3'
             cand --skip-invalid 'Read past the job lines of the history that cannot be read (each said as a warning), say how many, and exit 0; without it they make the exit status 3'
             cand --extrapolate 'A depth with fewer than 5 trials of its own reads the signature''s overall share instead of ending the limit (every such limit is marked `extrapolated`)'
-            cand --keep-categorizer 'With --engine upstream: propose rules on today''s categories only (no new category, no category''s action changed), so that the executor config stays as it is and only the retry policy changes: the way past a split that costs another queue its jobs'
+            cand --keep-categorizer 'With --engine upstream: keep every category of today''s executor config as it is (no category split, no action changed), adding categories only after them, for failures none of them takes: the way past a split that costs another queue its jobs'
             cand --exit-code 'exit-code'
             cand --insecure-skip-tls-verify 'Do not verify the server''s TLS certificate (insecure: warns on every run)'
             cand -v 'Log each request and its status to stderr (credentials are never printed)'

@@ -384,6 +384,46 @@ pub fn read_categorizer(path: &Path) -> Result<CategorizerFile, CliError> {
     }
 }
 
+/// The categorizer document of `file` as its file writes it (its comments, key order and
+/// quoting), read again from the file: the lines between the document markers (`---`,
+/// `...`) around its first key. `None` when it cannot be (stdin, a file gone or changed
+/// since: what is read must decode to `file`'s config), and the caller writes the config
+/// encoded instead.
+pub fn categorizer_as_written(file: &CategorizerFile) -> Option<String> {
+    let text = fs::read_to_string(&file.name).ok()?;
+    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+    let piece = document_lines(text, file.document.pos.line)?;
+    let again = parse_text(&file.name, &piece, Some(&[Kind::ErrorCategories]));
+    let same = again.error_count() == 0
+        && again.documents.len() == 1
+        && matches!(&again.documents[0].resource, Some(Resource::ErrorCategories(c)) if *c == file.config);
+    same.then_some(piece)
+}
+
+/// The lines of the document of `text` that holds line `line` (1-based), its markers left
+/// out, ending in a line break. `---` or `...` at the start of a line, alone or before a
+/// blank, bounds a document (as [`head_comments`] reads them).
+fn document_lines(text: &str, line: usize) -> Option<String> {
+    let mut piece = String::new();
+    for (at, l) in text.lines().enumerate() {
+        let bare = l.trim_end_matches('\r');
+        let marker = ["---", "..."].into_iter().any(|m| {
+            bare.strip_prefix(m)
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with([' ', '\t']))
+        });
+        if marker {
+            if at + 1 > line {
+                break;
+            }
+            piece.clear();
+            continue;
+        }
+        piece.push_str(l);
+        piece.push('\n');
+    }
+    (!piece.trim().is_empty()).then_some(piece)
+}
+
 /// A config file's problem as its error or warning line says it: `FILE:LINE:COL: FIELD:
 /// message` (the position and the field when known).
 pub fn placed(file: &str, d: &Diagnostic) -> String {
@@ -564,7 +604,24 @@ fn source_from_bytes(name: String, bytes: io::Result<Vec<u8>>, expected: Option<
 
 #[cfg(test)]
 mod tests {
-    use super::rejected;
+    use super::{document_lines, rejected};
+
+    #[test]
+    fn a_document_is_cut_from_its_file_between_its_markers_with_its_comments() {
+        let text = "# policies\nkind: RetryPolicy\n---\n# the executor's\nerrorCategories:\n  enabled: true\n--- # next\nkind: Queue\n";
+        assert_eq!(
+            document_lines(text, 5).as_deref(),
+            Some("# the executor's\nerrorCategories:\n  enabled: true\n")
+        );
+        assert_eq!(
+            document_lines(text, 2).as_deref(),
+            Some("# policies\nkind: RetryPolicy\n")
+        );
+        assert_eq!(document_lines(text, 8).as_deref(), Some("kind: Queue\n"));
+        // A `---` inside a line is no marker; one alone ends a document, blank or not.
+        assert_eq!(document_lines("a: '---'\nb: 1", 1).as_deref(), Some("a: '---'\nb: 1\n"));
+        assert_eq!(document_lines("---\n\n---\n", 2), None);
+    }
 
     #[test]
     fn a_rejected_proposal_is_known_by_its_head_alone() {

@@ -350,10 +350,10 @@ pub struct SuggestArgs {
     )]
     pub executor_config_format: ExecutorConfigFormat,
 
-    /// With --engine upstream: propose rules on today's categories only (no new category,
-    /// no category's action changed), so that the executor config stays as it is and only
-    /// the retry policy changes: the way past a split that costs another queue its jobs.
-    /// With --executor-config, the file written is today's config as it is.
+    /// With --engine upstream: keep every category of today's executor config as it is (no
+    /// category split, no action changed), adding categories only after them, for failures
+    /// none of them takes: the way past a split that costs another queue its jobs. With
+    /// nothing added, the config written is today's file as it is.
     #[arg(long)]
     pub keep_categorizer: bool,
 

@@ -389,6 +389,23 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_deployed_file_written_as_it_is_loses_only_an_earlier_proposals_comment_lines() {
+        let earlier = "# verdict: reject (do not adopt): loses 2 jobs\n\
+                       # --keep-categorizer: today's executor config as it is; nothing to roll out.\n\
+                       # Proposed by `retryctl suggest` from 9 jobs (9 failed runs); --min-trials 5.\n\
+                       # edited by bob\n\
+                       errorCategories:\n  # verdict: reject (a value's comment, not the head's)\n  enabled: true\n";
+        assert_eq!(
+            without_suggests_head(earlier),
+            "# edited by bob\nerrorCategories:\n  # verdict: reject (a value's comment, not the head's)\n  enabled: true\n"
+        );
+        assert_eq!(
+            kept_head(1),
+            "# --keep-categorizer: today's categories as they are, then 1 new category for failures none of them takes; roll it out before the policy.\n"
+        );
+    }
+
+    #[test]
     fn comments_escape_every_line_break_a_yaml_reader_knows() {
         assert_eq!(
             comment("a\nb\rc\u{85}d\u{2028}e\u{2029}f\u{1b}[Ag\u{7}é"),
@@ -487,6 +504,41 @@ mod tests {
             short_category_name(&rule("oom@A", container(None, "A", "")))
         );
     }
+}
+
+/// The first line of the executor config's header under `--keep-categorizer`: nothing to
+/// roll out, or the `added` categories after the deployed ones.
+pub fn kept_head(added: usize) -> String {
+    match added {
+        0 => "# --keep-categorizer: today's executor config as it is; nothing to roll out.\n".to_string(),
+        n => format!(
+            "# --keep-categorizer: today's categories as they are, then {} for failures none of them takes; roll it out before the policy.\n",
+            crate::engine::job_report::plural(n as u64, "new category", "new categories")
+        ),
+    }
+}
+
+/// The comment lines `suggest` writes (a verdict, its headers) taken off the head of a
+/// deployed file written as it is: an earlier proposal's, rolled out, must not speak for
+/// this one (`apply` reads a verdict there).
+pub fn without_suggests_head(text: &str) -> String {
+    let ours = [
+        "# verdict: ",
+        "# --keep-categorizer: ",
+        "# Proposed by `retryctl suggest`",
+        "# The executor's config (errorCategories), not a server resource",
+    ];
+    let mut out = String::with_capacity(text.len());
+    let mut heading = true;
+    for line in text.split_inclusive('\n') {
+        let t = line.trim_start();
+        heading &= t.is_empty() || t.starts_with('#');
+        if heading && ours.iter().any(|o| t.starts_with(o)) {
+            continue;
+        }
+        out.push_str(line);
+    }
+    out
 }
 
 /// What the categorizer document says, and stderr, without a deployed config to build on.
@@ -662,6 +714,10 @@ type PolicyRule = (Vec<String>, Action, String, Option<String>, Option<Mutation>
 pub struct Deployed<'a> {
     pub config: &'a crate::model::categorizer::ErrorCategories,
     pub document: &'a crate::yaml::Node,
+    /// `--keep-categorizer`: its categories first, as they are, and the new ones after
+    /// them (they take only the runs none of the deployed ones takes); else the new ones
+    /// first, which take their runs from the deployed ones.
+    pub kept_first: bool,
 }
 
 /// The `errorCategories` mapping `block` (written from the first column) in the deployed
@@ -739,7 +795,8 @@ pub fn upstream_documents(
     if deployed.is_none() {
         tail.push_str(&format!("# {NOT_COMPLETE}\n"));
     }
-    let c = categories_yaml(deployed, &placed.categories, &placed.delete_existing);
+    let kept_first = deployed_file.as_ref().is_some_and(|d| d.kept_first);
+    let c = categories_yaml(deployed, &placed.categories, &placed.delete_existing, kept_first);
     let policy = policy_yaml(header, settings, limits.written_retry_limit, &placed.policy_rules, kept);
     let existing = deployed.map_or(&[][..], |d| &d.categories[..]);
     let action_changes = action_changes(&placed.categories, existing, &placed.delete_existing);
@@ -1030,11 +1087,13 @@ fn header_comments(header: &str) -> String {
 
 /// The `errorCategories` mapping, at the top of its own lines ([`shaped`] places it): the
 /// deployed defaults, the new `categories` (each under its signatures), then the deployed
-/// ones, those of `delete_existing` made `Delete`.
+/// ones, those of `delete_existing` made `Delete`; with `kept_first`, the deployed ones
+/// before the new ones.
 fn categories_yaml(
     deployed: Option<&crate::model::categorizer::ErrorCategories>,
     categories: &[NewCategory],
     delete_existing: &[String],
+    kept_first: bool,
 ) -> String {
     let mut c = String::from("errorCategories:\n  enabled: true\n");
     if let Some(dep) = deployed {
@@ -1051,41 +1110,52 @@ fn categories_yaml(
     } else {
         c.push_str("  categories:\n");
     }
-    for cat in categories {
-        for s in &cat.signatures {
-            c.push_str(&format!("    # {}\n", comment(s)));
-        }
-        c.push_str(&format!("    - name: {}\n", cat.name));
-        if cat.delete {
-            c.push_str("      action: Delete\n");
-        }
-        c.push_str("      rules:\n");
-        c.push_str(&category_rule_yaml(&cat.matcher, "        "));
-        if let Some(sub) = &cat.subcategory {
-            c.push_str(&format!("          subcategory: {}\n", quoted(sub)));
-        }
-        if let Some(hint) = &cat.hint {
-            c.push_str(&format!("          hint: {}\n", quoted(hint)));
-        }
-    }
-    for cat in existing {
-        c.push_str(&format!("    - name: {}\n", quoted(&cat.name)));
-        let action = if delete_existing.contains(&cat.name) {
-            "Delete"
-        } else {
-            cat.action.as_str()
-        };
-        if !action.is_empty() {
-            c.push_str(&format!("      action: {}\n", quoted(action)));
-        }
-        if cat.rules.is_empty() {
-            c.push_str("      rules: []\n");
-        } else {
+    let new = |c: &mut String| {
+        for cat in categories {
+            for s in &cat.signatures {
+                c.push_str(&format!("    # {}\n", comment(s)));
+            }
+            c.push_str(&format!("    - name: {}\n", cat.name));
+            if cat.delete {
+                c.push_str("      action: Delete\n");
+            }
             c.push_str("      rules:\n");
+            c.push_str(&category_rule_yaml(&cat.matcher, "        "));
+            if let Some(sub) = &cat.subcategory {
+                c.push_str(&format!("          subcategory: {}\n", quoted(sub)));
+            }
+            if let Some(hint) = &cat.hint {
+                c.push_str(&format!("          hint: {}\n", quoted(hint)));
+            }
         }
-        for r in &cat.rules {
-            c.push_str(&existing_rule_yaml(r, "        "));
+    };
+    let deployed_ones = |c: &mut String| {
+        for cat in existing {
+            c.push_str(&format!("    - name: {}\n", quoted(&cat.name)));
+            let action = if delete_existing.contains(&cat.name) {
+                "Delete"
+            } else {
+                cat.action.as_str()
+            };
+            if !action.is_empty() {
+                c.push_str(&format!("      action: {}\n", quoted(action)));
+            }
+            if cat.rules.is_empty() {
+                c.push_str("      rules: []\n");
+            } else {
+                c.push_str("      rules:\n");
+            }
+            for r in &cat.rules {
+                c.push_str(&existing_rule_yaml(r, "        "));
+            }
         }
+    };
+    if kept_first {
+        deployed_ones(&mut c);
+        new(&mut c);
+    } else {
+        new(&mut c);
+        deployed_ones(&mut c);
     }
     c
 }

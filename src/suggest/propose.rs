@@ -108,8 +108,9 @@ pub enum NoRule {
     /// Retried today, and every retry collided with the failed pod the executor keeps: no
     /// trial left, and the retry stays, its category's pods deleted (upstream).
     RetriesCollide,
-    /// `--keep-categorizer`: its rule needs a category of its own, or a deployed category's
-    /// action changed (a retried pod must not keep its name).
+    /// `--keep-categorizer`: its rule needs a deployed category split (some of its runs are
+    /// in one), or a deployed category's action changed (a retried pod must not keep its
+    /// name).
     KeepCategorizer,
 }
 
@@ -252,9 +253,9 @@ impl std::fmt::Display for NoRule {
                 )
             }
             NoRule::RetriesCollide => f.write_str("retries collide: the executor keeps its pods"),
-            NoRule::KeepCategorizer => f.write_str(
-                "--keep-categorizer: its rule needs a category of its own or a deployed category's action changed",
-            ),
+            NoRule::KeepCategorizer => {
+                f.write_str("--keep-categorizer: its rule needs a deployed category split or its action changed")
+            }
         }
     }
 }

@@ -14,7 +14,7 @@ use crate::suggest::stats::CollidedCost;
 
 /// The next step a reject for a changed categorizer's lost jobs names.
 pub const KEEP_CATEGORIZER: &str =
-    "hint: propose with --keep-categorizer to leave the executor config as it is (rules on today's categories only)";
+    "hint: propose with --keep-categorizer to keep today's categories as they are (new ones only for failures none of them takes)";
 
 /// At most this many job ids are named in a reason.
 pub const NAMED: usize = 5;
@@ -417,7 +417,7 @@ mod tests {
         );
         assert_eq!(
             v.line(),
-            "reject (do not adopt): the categorizer is the cluster's: queue eval uses categories it changes and the history holds none of their jobs (export the week without --queue: `retryctl history --lookout-db … --from … --to …`); loses 2 jobs of queue batch today's policy saves (`b-1`, `b-2`); hint: propose with --keep-categorizer to leave the executor config as it is (rules on today's categories only)"
+            "reject (do not adopt): the categorizer is the cluster's: queue eval uses categories it changes and the history holds none of their jobs (export the week without --queue: `retryctl history --lookout-db … --from … --to …`); loses 2 jobs of queue batch today's policy saves (`b-1`, `b-2`); hint: propose with --keep-categorizer to keep today's categories as they are (new ones only for failures none of them takes)"
         );
         let fine = Comparison {
             rescued: 4,

@@ -1,9 +1,9 @@
 //! An absurd request is a row that cannot be read, everywhere (docs/lookout.md): a Lookout
 //! job whose `job.gpu` or `job.cpu` is 9223372036854775807 (past the 2^53 thousandths
 //! `simulate --history` reads) is left out as any unreadable row, said in `history`'s words
-//! and counted, the rows after it read: by `history`, `simulate --lookout-db` and `watch`
-//! (`retryctl_watch_unreadable_rows_total`). No export, figure or counter carries a saturated
-//! number. A real PostgreSQL.
+//! and counted, the rows after it read: by `history`, `simulate`, `tune` and `suggest
+//! --lookout-db`, and `watch` (`retryctl_watch_unreadable_rows_total`). No export, figure or
+//! counter carries a saturated number. A real PostgreSQL.
 
 use crate::support::pg;
 use crate::support::{format_output, retryctl, temp_home};
@@ -84,6 +84,31 @@ fn a_request_past_2_53_thousandths_leaves_its_job_out_in_every_reader() {
     let direct: serde_json::Value = serde_json::from_slice(&read.stdout).unwrap();
     assert_eq!(record["summary"]["jobs"], 4, "{record}");
     assert_eq!(record["summary"], direct["summary"]);
+    // tune and suggest read the same rows alike: each job left out, said.
+    for args in [
+        &["tune", "-f", CURRENT, "--vary", "ml-today:retryLimit=1..2"][..],
+        &["suggest", "--baseline", CURRENT, "--min-trials", "1"][..],
+    ] {
+        let out = retryctl(home.path())
+            .args(args)
+            .args(["--lookout-db", &db.dsn, "--queue", "ml"])
+            .args(pg::WINDOW)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.code().is_some_and(|c| c <= 1),
+            "{args:?}: {}",
+            format_output(&out)
+        );
+        let stderr = String::from_utf8(out.stderr).unwrap();
+        for line in &said {
+            assert!(stderr.lines().any(|l| l == line), "{args:?}: {line}\n{stderr}");
+        }
+        assert!(
+            !String::from_utf8_lossy(&out.stdout).contains("409927646082434"),
+            "{args:?}"
+        );
+    }
     // watch: counted as 2 rows that cannot be read; the 4 others counted; no counter
     // saturated (the job at the bound's GPU-seconds are its hour at 9×10^12 GPUs, no more).
     let mut w = Watch::start(home.path(), &db.dsn, &state_file(home.path()), &[]);

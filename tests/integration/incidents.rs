@@ -506,7 +506,7 @@ const EXECUTOR_NO_NETWORK: &str = "application:
 /// Collided retries of failures no category takes: today's Retry default stays, written as a
 /// rule of its own on a category of its own that deletes the signature's pods, so that
 /// `simulate --baseline` of the proposal shows the collisions gone and the verdict counts them
-/// let run. Not with `--keep-categorizer`, which makes no category.
+/// let run; with `--keep-categorizer` too, the category after the deployed ones.
 #[test]
 fn collided_retries_no_category_takes_get_a_category_that_deletes_their_pods() {
     let dir = tempfile::tempdir().unwrap();
@@ -558,6 +558,15 @@ fn collided_retries_no_category_takes_get_a_category_that_deletes_their_pods() {
     let policy = run(&[&base[..], &["-o", "policy"]].concat());
     std::fs::write(d.join("suggested.yaml"), &policy.stdout).unwrap();
     let written = String::from_utf8_lossy(&policy.stdout).to_string();
+    // The same price in every place the verdict is said: `-o policy`'s header and stderr.
+    let price = "; lets 100 retries that collided in the record run (the pods they collided with are deleted), up to +50.0 GPU-hours, outcome not in the record";
+    let head = written.lines().next().unwrap();
+    assert!(head.starts_with("# verdict: ") && head.contains(price), "{written}");
+    let said = String::from_utf8_lossy(&policy.stderr);
+    assert!(
+        said.lines().any(|l| l.starts_with("verdict: ") && l.contains(price)),
+        "{said}"
+    );
     let name = own[0]["name"].as_str().unwrap();
     assert!(
         written.contains(&format!("      - name: {name}\n        action: Delete\n")),
@@ -571,16 +580,28 @@ fn collided_retries_no_category_takes_get_a_category_that_deletes_their_pods() {
         "{written}"
     );
     assert_eq!(proposal_collisions(&run), (Some(100), Some(0)));
-    // `--keep-categorizer`: no category of its own, the retries still collide.
+    // `--keep-categorizer` too: no deployed category takes the resets, so their category
+    // is added after the deployed one, which stays as it is; the collisions are gone.
     let kept = json_of(&run(&[&base[..], &["-o", "json", "--keep-categorizer"]].concat()));
-    let reset = signature(&kept, text);
-    assert_eq!(
-        (&reset["proposed"], &reset["noRule"]),
-        (&Value::Null, &json!("retries collide: the executor keeps its pods"))
-    );
+    assert_eq!(signature(&kept, text)["proposed"], reset["proposed"]);
     assert_eq!(
         kept["suggest"]["proposal"]["comparison"]["categories"]["candidate"]["collisions"],
-        json!(100)
+        json!(0)
+    );
+    let kept = run(&[&base[..], &["-o", "policy", "--keep-categorizer"]].concat());
+    assert_eq!(kept.status.code(), Some(0), "{}", format_output(&kept));
+    let written = String::from_utf8_lossy(&kept.stdout);
+    assert!(
+        written.contains(&format!(
+            "    categories:\n      - name: \"gpu\"\n        action: \"Delete\"\n        rules:\n          \
+             - onTerminationMessage: {{pattern: \"CUDA error\"}}\n            containerName: \"main\"\n      \
+             # {text}\n      - name: {name}\n        action: Delete\n"
+        )),
+        "{written}"
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&kept.stderr).lines().find(|l| l.contains("--keep-categorizer")),
+        Some(format!("note: --keep-categorizer: today's categories kept as they are; added after them, for failures none of them takes: `{name}`").as_str())
     );
 }
 

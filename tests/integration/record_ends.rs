@@ -3,7 +3,7 @@
 //! job at its last run, or recorded `failed` where its last run succeeded, as one the replay
 //! would run again does; a user's cancel never contradicts. Every verb counts it through the
 //! one comparison: `simulate`'s `today's policy explains N of M`, its warnings, and tune's
-//! `--max-contradictions`.
+//! and suggest's `--max-contradictions`.
 
 use std::path::Path;
 use std::process::Output;
@@ -101,13 +101,48 @@ fn a_record_that_ends_a_job_the_other_way_contradicts_today_s_policy() {
     );
     let lenient = String::from_utf8(tune("2").stdout).unwrap();
     assert!(!lenient.contains("does not explain"), "{lenient}");
+    // So does suggest's: past it, the proposal is rejected for it.
+    let suggest = |max: &str| {
+        run(
+            dir.path(),
+            &[
+                "suggest",
+                "--history",
+                "h.jsonl",
+                "--baseline",
+                "old",
+                "--max-contradictions",
+                max,
+            ],
+        )
+    };
+    let rejected = suggest("1");
+    assert_eq!(rejected.status.code(), Some(1), "{}", format_output(&rejected));
+    let text = String::from_utf8(rejected.stdout).unwrap();
+    assert!(
+        text.contains("  today's policy explains 4 of 6 jobs (2 contradict it: ended-ok, ended-failed)\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "Verdict: reject (do not adopt): the baseline does not explain the record: 2 jobs contradict it; is it what the cluster ran?"
+        ),
+        "{text}"
+    );
+    let within = suggest("2");
+    assert!(
+        !String::from_utf8_lossy(&within.stdout).contains("does not explain"),
+        "{}",
+        format_output(&within)
+    );
 }
 
 /// `watch` counts the same contradictions, through the same comparison: the route's week in
 /// Lookout's rows with every one-run job's end turned the other way (a `succeeded` job whose
 /// only run succeeded recorded FAILED, a failed one recorded SUCCEEDED): each contradicts
 /// today's policy, in `retryctl_watch_contradictions_total` as in `simulate`'s
-/// `contradictedJobs` over the same rows.
+/// `contradictedJobs` over the same rows; past `--max-contradictions`, each candidate's reject
+/// names that drift first.
 #[test]
 fn watch_counts_an_end_the_other_way_as_simulate_does() {
     use crate::support::{lookout_rows, pg};
@@ -140,4 +175,17 @@ fn watch_counts_an_end_the_other_way_as_simulate_does() {
     let contradicted = m.sum("retryctl_watch_contradictions_total", &[]);
     assert_eq!(contradicted, today["summary"]["contradictedJobs"].as_f64().unwrap());
     assert_eq!(contradicted, flipped, "{}", m.text);
+    // Past 1% of the window's jobs, today's policy no longer explains the record: the
+    // candidate's reject names that cause first, before what it is measured to lose.
+    let reject = m.sum(
+        "retryctl_watch_shadow_verdict",
+        &["candidate=\"suggested.yaml\"", "verdict=\"reject\""],
+    );
+    assert_eq!(reject, 1.0, "{}", m.text);
+    let (status, page) = w.get("/report");
+    assert_eq!(status, 200, "{page}");
+    let headline = format!(
+        "<strong>Verdict over the last 30d: reject (do not adopt): the baseline does not explain the record: {flipped} jobs contradict it; is it what the cluster ran?"
+    );
+    assert!(page.contains(&headline), "{headline}\n{page}");
 }

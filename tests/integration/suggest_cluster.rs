@@ -247,7 +247,7 @@ fn keep_categorizer_is_the_way_past_a_split_that_costs_another_queue_its_jobs() 
     assert_eq!(rejected.status.code(), Some(1), "{}", format_output(&rejected));
     let text = String::from_utf8_lossy(&rejected.stdout);
     assert!(
-        text.contains("Verdict: reject (do not adopt): loses 10 jobs of queue batch today's policy saves (`batch-lock-4-00`, `batch-lock-4-01`, `batch-lock-4-02`, `batch-lock-4-03`, `batch-lock-4-04` and 5 more); hint: propose with --keep-categorizer to leave the executor config as it is (rules on today's categories only)\n"),
+        text.contains("Verdict: reject (do not adopt): loses 10 jobs of queue batch today's policy saves (`batch-lock-4-00`, `batch-lock-4-01`, `batch-lock-4-02`, `batch-lock-4-03`, `batch-lock-4-04` and 5 more); hint: propose with --keep-categorizer to keep today's categories as they are (new ones only for failures none of them takes)\n"),
         "{text}"
     );
     let kept = suggest(&["--keep-categorizer"]);
@@ -307,9 +307,17 @@ fn keep_categorizer_is_the_way_past_a_split_that_costs_another_queue_its_jobs() 
         "# verdict: adopt (a change worth making): 0 rescued, 0 lost; retries +0 −60; run hours -1.0\n\
          # --keep-categorizer: today's executor config as it is; nothing to roll out.\n\
          # Proposed by `retryctl suggest` from 90 jobs (210 failed runs); --min-trials 10 --futile 0.05 --max-limit 5.\n\
+         # The executor's config both queues' jobs run under.\n\
          errorCategories:\n  enabled: true\n  categories:\n    \
-         - name: \"boom\"\n      action: \"Delete\"\n      rules:\n        - onTerminationMessage: {pattern: \"boom\"}\n    \
-         - name: \"futile\"\n      action: \"Delete\"\n      rules:\n        - onTerminationMessage: {pattern: \"futile\"}\n"
+         - name: boom\n      action: Delete\n      rules:\n        - onTerminationMessage: {pattern: \"boom\"}\n    \
+         - name: futile\n      action: Delete\n      rules:\n        - onTerminationMessage: {pattern: \"futile\"}\n"
+    );
+    // Nothing added: below suggest's three comment lines, the deployed file as it is written.
+    let written = std::fs::read_to_string(&out).unwrap();
+    let below: String = written.split_inclusive('\n').skip(3).collect();
+    assert_eq!(
+        below.trim_end(),
+        String::from_utf8(executor.clone()).unwrap().trim_end()
     );
     // The policy written beside it validates against it, as the route's next step does.
     let policy = dir.join("suggested.yaml");
@@ -322,6 +330,140 @@ fn keep_categorizer_is_the_way_past_a_split_that_costs_another_queue_its_jobs() 
             policy.to_str().unwrap(),
             "--categorizer",
             out_arg,
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(valid.status.code(), Some(0), "{}", format_output(&valid));
+}
+
+/// The two-queue week of scripts/gen-two-queue-week.py (its pulls all submitted at one time:
+/// `--incidents off`), where splitting `infrastructure/image-pull` for `ml` loses the `batch`
+/// jobs that retry it: `--keep-categorizer` keeps every deployed category as it is, in its
+/// place, and adds after them the categories `ml`'s rules need for failures none of them
+/// takes (its two `Fail` rules, and its connection resets' Retry): adopt, retries removed, no
+/// `batch` job changed, stderr naming what was added.
+#[test]
+fn keep_categorizer_keeps_the_deployed_categories_and_adds_after_them() {
+    let home = temp_home();
+    let dir = home.path();
+    let made = std::process::Command::new("python3")
+        .arg(crate::support::root().join("scripts/gen-two-queue-week.py"))
+        .args(["1", dir.to_str().unwrap()])
+        .output()
+        .expect("python3 runs scripts/gen-two-queue-week.py");
+    assert!(made.status.success(), "{}", format_output(&made));
+    let (week, current) = (p(dir, "week.jsonl"), format!("{}/", p(dir, "current")));
+    let suggest = |extra: &[&str]| suggest_ml(dir, &week, &current, &[&["--incidents", "off"][..], extra].concat());
+    // Without the flag: the split loses batch's jobs.
+    let split = suggest(&[]);
+    assert_eq!(split.status.code(), Some(1), "{}", format_output(&split));
+    assert!(String::from_utf8_lossy(&split.stdout)
+        .contains("\n  queue batch: 0 rescued, 10 lost, 0 → Pending; 10 of 10 jobs change\n"));
+    let kept = suggest(&["--keep-categorizer"]);
+    assert_eq!(kept.status.code(), Some(0), "{}", format_output(&kept));
+    let text = String::from_utf8_lossy(&kept.stdout);
+    for line in [
+        "exit:1@main \"ValueError: unknown config key 'lr…  480   360     0.0% (0.0–1.1%)       8.0    Retry (ml-today/default, 75.0% of runs retried)  Fail\n",
+        "exit:2@init:setup                                 160   120     0.0% (0.0–3.1%)       0.2    Retry (ml-today/default, 75.0% of runs retried)  Fail\n",
+        "  no rule for podError \"Failed to pull image \"registry/team/model:v<n>\": …: --keep-categorizer: its rule needs a deployed category split or its action changed\n",
+        "  5 rules of its own (3 Retry, 2 Fail), then 2 rules kept from today.\n",
+        // Each run a deployed category takes keeps it: the new ones take only runs of none.
+        "  candidate: category changes:\n    \
+         none → s-valueerror-unknown-config-key-lr-n-401097c5 480\n    \
+         none → s-connectionreseterror-errno-n-peer-n-n-n-f02f47c9 177\n    \
+         none → s-exit-2-setup-51f181b2 160\n    \
+         none → infrastructure/image-pull 35\n",
+        "  queue ml: 0 rescued, 0 lost, 0 → Pending; 160 of 1199 jobs change\n\n",
+        "Verdict: adopt (a change worth making): 0 rescued, 0 lost; retries +0 −480; GPU-hours -6.2\n",
+    ] {
+        assert!(text.contains(line), "{line}\n{text}");
+    }
+    assert!(!text.contains("queue batch"), "{text}");
+    assert!(!text.contains("cluster-wide"), "{text}");
+    assert!(
+        String::from_utf8_lossy(&kept.stderr).contains(
+            "note: --keep-categorizer: today's categories kept as they are; added after them, for failures none of them takes: \
+             `s-connectionreseterror-errno-n-peer-n-n-n-f02f47c9`, `s-valueerror-unknown-config-key-lr-n-401097c5`, `s-exit-2-setup-51f181b2`\n"
+        ),
+        "{}",
+        format_output(&kept)
+    );
+    // The executor's config written: the deployed categories first, as deployed, then the
+    // new ones; it and the policy validate together.
+    let config = dir.join("executor-suggested.yaml");
+    let policy = suggest(&[
+        "--keep-categorizer",
+        "-o",
+        "policy",
+        "--executor-config",
+        config.to_str().unwrap(),
+    ]);
+    assert_eq!(policy.status.code(), Some(0), "{}", format_output(&policy));
+    assert_eq!(
+        std::fs::read_to_string(&config).unwrap(),
+        r#"# verdict: adopt (a change worth making): 0 rescued, 0 lost; retries +0 −480; GPU-hours -6.2
+# --keep-categorizer: today's categories as they are, then 3 new categories for failures none of them takes; roll it out before the policy.
+# Proposed by `retryctl suggest` from 1199 jobs (1506 failed runs); --min-trials 20 --futile 0.05 --max-limit 5.
+application:
+  clusterId: ml-gpu-a
+  pool: gpu
+  submitConcurrencyLimit: 5
+  errorCategories:
+    enabled: true
+    categories:
+      - name: "oom"
+        action: "Delete"
+        rules:
+          - onConditions: ["OOMKilled"]
+            subcategory: "kernel"
+            hint: "Increase the memory request"
+      - name: "app-42"
+        action: "Delete"
+        rules:
+          - onExitCodes: {operator: "In", values: [42]}
+            containerName: "main"
+            hint: "The trainer lost its checkpoint lock; it is retried"
+      - name: "infrastructure"
+        action: "Delete"
+        rules:
+          - onTerminationMessage: {pattern: "(?i)cuda.*error"}
+            containerName: "main"
+            subcategory: "cuda"
+            hint: "A GPU fault, not your code"
+          - onPodError: {pattern: "not found|NotFound"}
+            subcategory: "image-pull"
+            hint: "Check the image name and tag"
+      # exit:1@main "ConnectionResetError: [Errno <n>] peer <n>.<n>.<n>.<n> reset"
+      - name: s-connectionreseterror-errno-n-peer-n-n-n-f02f47c9
+        action: Delete
+        rules:
+          - onTerminationMessage: {pattern: "^[ \\t\\r\\f]*ConnectionResetError:[ \\t\\r\\f]+\\[Errno[ \\t\\r\\f]+[0-9]+\\][ \\t\\r\\f]+peer[ \\t\\r\\f]+[0-9]+\\.[0-9]+\\.[0-9]+\\.[0-9]+[ \\t\\r\\f]+reset[ \\t\\r\\f]*(\\n|$)"}
+            containerName: "main"
+      # exit:1@main "ValueError: unknown config key 'lr<n>'"
+      - name: s-valueerror-unknown-config-key-lr-n-401097c5
+        rules:
+          - onTerminationMessage: {pattern: "^[ \\t\\r\\f]*ValueError:[ \\t\\r\\f]+unknown[ \\t\\r\\f]+config[ \\t\\r\\f]+key[ \\t\\r\\f]+'lr[0-9]+'[ \\t\\r\\f]*(\\n|$)"}
+            containerName: "main"
+      # exit:2@init:setup
+      - name: s-exit-2-setup-51f181b2
+        rules:
+          - onExitCodes: {operator: In, values: [2]}
+            containerName: "setup"
+kubernetes:
+  minimumPodAge: 3m
+  stuckTerminatingPodExpiry: 1m
+"#
+    );
+    let proposal = dir.join("suggested.yaml");
+    std::fs::write(&proposal, &policy.stdout).unwrap();
+    let valid = retryctl(dir)
+        .args([
+            "validate",
+            "--upstream",
+            "-f",
+            proposal.to_str().unwrap(),
+            "--categorizer",
+            config.to_str().unwrap(),
         ])
         .output()
         .unwrap();
@@ -430,7 +572,7 @@ fn a_split_another_queue_retries_on_is_rejected_naming_the_queue() {
     );
     assert!(text.contains("\n  queue batch: 0 rescued, 10 lost, 0 → Pending; 10 of 10 jobs change\n  queue ml: 0 rescued, 0 lost, 0 → Pending; 190 of 1199 jobs change\n"), "{text}");
     assert!(
-        text.contains("Verdict: reject (do not adopt): loses 10 jobs of queue batch today's policy saves (`01m7zzbatch00`, `01m7zzbatch01`, `01m7zzbatch02`, `01m7zzbatch03`, `01m7zzbatch04` and 5 more); hint: propose with --keep-categorizer to leave the executor config as it is (rules on today's categories only)\n"),
+        text.contains("Verdict: reject (do not adopt): loses 10 jobs of queue batch today's policy saves (`01m7zzbatch00`, `01m7zzbatch01`, `01m7zzbatch02`, `01m7zzbatch03`, `01m7zzbatch04` and 5 more); hint: propose with --keep-categorizer to keep today's categories as they are (new ones only for failures none of them takes)\n"),
         "{text}"
     );
     assert!(
@@ -664,8 +806,8 @@ fn apply_refuses_a_proposal_suggest_rejected_unless_forced() {
     );
     let refused = "note: skipped `suggested.yaml` document 1: the executor's categorizer config is not a server resource; it goes in the executor's config (`errorCategories`)\n\
         error: `suggested.yaml` is a proposal suggest rejected: loses 10 jobs of queue batch today's policy saves \
-        (`01m7zzbatch00`, `01m7zzbatch01`, `01m7zzbatch02`, `01m7zzbatch03`, `01m7zzbatch04` and 5 more); hint: propose with --keep-categorizer to leave the executor config as it is \
-        (rules on today's categories only); --force to apply it\n";
+        (`01m7zzbatch00`, `01m7zzbatch01`, `01m7zzbatch02`, `01m7zzbatch03`, `01m7zzbatch04` and 5 more); hint: propose with --keep-categorizer to keep today's categories as they are \
+        (new ones only for failures none of them takes); --force to apply it\n";
     for args in [
         &["apply", "-f", "suggested.yaml"][..],
         &[

@@ -800,6 +800,55 @@ fn every_metric_an_alert_or_a_panel_names_is_one_watch_exports() {
     }
 }
 
+/// The dashboard shows the futile GPU-hours by signature beside the panel by category (a
+/// registry outage told from a new NCCL bug), and no panel lies over another (Grafana would
+/// push one down, and every row after it out of place).
+#[test]
+fn the_dashboard_shows_futile_gpu_hours_by_signature_beside_by_category_and_no_panel_overlaps() {
+    let dashboard: Value =
+        serde_json::from_str(&std::fs::read_to_string(root().join("deploy/watch/dashboard.json")).unwrap()).unwrap();
+    let panels = dashboard["panels"].as_array().unwrap();
+    let titled = |title: &str| {
+        panels
+            .iter()
+            .find(|p| p["title"] == title)
+            .unwrap_or_else(|| panic!("no panel `{title}`"))
+    };
+    let category = titled("Futile retries: GPU-hours per day, by category");
+    let signature = titled("Futile retries: GPU-hours per day, by signature");
+    assert_eq!(
+        signature["targets"][0]["expr"],
+        "sum by (signature) (increase(retryctl_watch_futile_retry_gpu_seconds_total{queue=~\"$queue\"}[1d])) / 3600"
+    );
+    assert_eq!(signature["targets"][0]["legendFormat"], "{{signature}}");
+    let (c, s) = (&category["gridPos"], &signature["gridPos"]);
+    assert_eq!(
+        (s["y"].as_u64(), s["x"].as_u64()),
+        (
+            c["y"].as_u64(),
+            Some(c["x"].as_u64().unwrap() + c["w"].as_u64().unwrap())
+        ),
+        "not side by side: {c} {s}"
+    );
+    let area = |p: &Value| {
+        let g = &p["gridPos"];
+        let n = |k: &str| g[k].as_u64().unwrap();
+        (n("x"), n("y"), n("x") + n("w"), n("y") + n("h"))
+    };
+    for (i, a) in panels.iter().enumerate() {
+        for b in &panels[i + 1..] {
+            let (ax0, ay0, ax1, ay1) = area(a);
+            let (bx0, by0, bx1, by1) = area(b);
+            assert!(
+                ax1 <= bx0 || bx1 <= ax0 || ay1 <= by0 || by1 <= ay0,
+                "`{}` and `{}` overlap",
+                a["title"],
+                b["title"]
+            );
+        }
+    }
+}
+
 #[test]
 fn a_database_stopped_and_started_again_is_survived() {
     let Some(cluster) = OwnCluster::start() else { return };

@@ -1,7 +1,7 @@
 //! What `retryctl watch` refuses before it starts (docs/watch.md "Exit status"): a `--poll`
-//! below `1s`, and a `--since` later than now (a typo, `2062` for `2026`, would start a watch
-//! that skips every job without a word, after a restart too). Exit 2 naming the flag, and
-//! nothing written to `--state`.
+//! below `1s`, and a `--since` later than now (a typo, `2062` for `2026`, or ten minutes
+//! ahead, would start a watch that skips every job without a word, after a restart too).
+//! Exit 2 naming the flag, and nothing written to `--state`.
 
 use std::time::Duration;
 
@@ -35,7 +35,13 @@ fn a_poll_below_a_second_and_a_since_later_than_now_are_refused_at_the_start() {
             )
         );
     }
-    for since in ["2099-01-01T00:00:00Z", "2062-11-15T00:00:00Z"] {
+    // Ten minutes ahead of the machine's clock, to the second.
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    let ahead = retryctl::model::timestamp::Timestamp((now + 600) * 1_000_000_000).to_string();
+    for since in ["2099-01-01T00:00:00Z", "2062-11-15T00:00:00Z", ahead.as_str()] {
         let (code, err) = run(&["--since", since]);
         assert_eq!(code, Some(2), "{err}");
         let prefix = format!("error: invalid `--since` `{since}`: later than now (`");

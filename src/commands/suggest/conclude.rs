@@ -316,6 +316,11 @@ impl Suggest {
         if self.deployed().is_none() && proposal.upstream.as_ref().is_some_and(|u| !u.categories.is_empty()) {
             writeln!(ctx.err, "note: {}", documents::NOT_COMPLETE)?;
         }
+        if let (true, Some(u)) = (self.run.keep_categorizer, upstream) {
+            if !u.categories.is_empty() {
+                writeln!(ctx.err, "note: {}", view::kept_and_added(&u.categories))?;
+            }
+        }
         Ok(Made {
             verdicts,
             rules,

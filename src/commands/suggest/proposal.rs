@@ -31,9 +31,6 @@ use crate::commands::replay::sides::{candidate_side, compile, compiled};
 
 use super::Suggest;
 
-/// The first line of the executor config's header under `--keep-categorizer`.
-const KEPT_CONFIG: &str = "# --keep-categorizer: today's executor config as it is; nothing to roll out.\n";
-
 /// The proposal as documents, read back through `validate`'s reader, and the Simulator (and
 /// categorizer) that replays it.
 pub(super) struct Proposal {
@@ -174,9 +171,11 @@ impl Suggest {
         Room::new(kept.len(), upstream)
     }
 
-    /// Upstream, unless `--keep-categorizer`: the signatures whose every retry collided and
-    /// whose runs no category takes get a rule writing today's Retry, and with it a category
-    /// of their own that deletes their pods ([`collided_uncategorized`]).
+    /// Upstream: the signatures whose every retry collided and whose runs no category takes
+    /// get a rule writing today's Retry, and with it a category of their own that deletes
+    /// their pods ([`collided_uncategorized`]); with `--keep-categorizer`, after the deployed
+    /// ones, and only where none of them takes any of their runs
+    /// ([`Suggest::on_todays_categories`]).
     pub(super) fn categories_for_collisions(
         &self,
         verdicts: &mut [(&crate::suggest::stats::SignatureStats, Verdict)],
@@ -184,16 +183,19 @@ impl Suggest {
         room: Room,
         baseline: &Simulator,
     ) {
-        if self.sides.engine == EngineKind::Upstream && !self.run.keep_categorizer {
+        if self.sides.engine == EngineKind::Upstream {
             collided_uncategorized(verdicts, rules, room, self.default_today(baseline));
         }
     }
 
-    /// `--keep-categorizer` (upstream): the rules a policy on today's categories holds, the
-    /// others decided as today ([`NoRule::KeepCategorizer`]): a rule matching a deployed
-    /// category (`today::places`' `Reuse`, or a category signature), and for a Retry rule one
-    /// whose pods the executor deletes already; again until none is left out, since a
-    /// signature left without a rule shares its category with the others.
+    /// `--keep-categorizer` (upstream): the rules a proposal that keeps every deployed
+    /// category as it is holds, the others decided as today ([`NoRule::KeepCategorizer`]): a
+    /// rule matching a deployed category (`today::places`' `Reuse`, or a category
+    /// signature), for a Retry rule one whose pods the executor deletes already; and a rule
+    /// for failures no deployed category takes (every failed run of its signature without a
+    /// category), on a category added after the deployed ones, which takes no run they take.
+    /// Again until none is left out, since a signature left without a rule shares its
+    /// category with the others.
     pub(super) fn on_todays_categories(
         &self,
         learned: &Learned,
@@ -206,20 +208,26 @@ impl Suggest {
         let deployed = self.deployed().map(|d| &d.file.config.categories);
         let deletes =
             |c: &str| deployed.is_none_or(|cs| cs.iter().any(|k| k.name == c && k.action.as_str() == "Delete"));
+        let by_text: HashMap<&str, &crate::suggest::stats::SignatureStats> =
+            learned.signatures.iter().map(|s| (s.text.as_str(), s)).collect();
+        let uncategorized = |text: &str| {
+            by_text
+                .get(text)
+                .is_some_and(|s| s.seen.keys().all(|k| k == crate::suggest::stats::NO_CATEGORY))
+        };
         let none = ExitCodes::default();
         loop {
             let places = today::places(rules, &learned.signatures, &none);
             let out: Vec<String> = rules
                 .iter()
                 .zip(&places)
-                .filter(|(r, place)| {
-                    let category = match (&r.signature, place) {
-                        (Signature::Category { category, .. }, _) | (_, today::Place::Reuse { category, .. }) => {
-                            category
-                        }
-                        _ => return true,
-                    };
-                    r.action == Action::Retry && !deletes(category)
+                .filter(|(r, place)| match (&r.signature, place) {
+                    (Signature::Category { category, .. }, _) | (_, today::Place::Reuse { category, .. }) => {
+                        r.action == Action::Retry && !deletes(category)
+                    }
+                    // A category of its own, added after the deployed ones: only for runs
+                    // none of them takes.
+                    _ => !uncategorized(&r.text),
                 })
                 .map(|(r, _)| r.text.clone())
                 .collect();
@@ -228,8 +236,11 @@ impl Suggest {
             }
             rules.retain(|r| !out.contains(&r.text));
             for (_, v) in verdicts.iter_mut() {
-                if matches!(v, Verdict::Rule(p) if out.contains(&p.text)) {
-                    *v = Verdict::None(NoRule::KeepCategorizer);
+                if let Verdict::Rule(p) = v {
+                    if out.contains(&p.text) {
+                        // A rule writing today's decision goes back to the reason it had.
+                        *v = Verdict::None(p.as_today.clone().unwrap_or(NoRule::KeepCategorizer));
+                    }
                 }
             }
         }
@@ -296,15 +307,21 @@ impl Suggest {
                     self.deployed().map(|d| documents::Deployed {
                         config: &d.file.config,
                         document: &d.file.document.node,
+                        kept_first: self.run.keep_categorizer,
                     }),
                     &header,
                     collide,
                 );
                 // Kept, the config is still written whole (`-o policy`, `--executor-config`):
                 // the route's later commands read it, and a file an earlier run left (a
-                // rejected proposal's) must not stand for today's.
+                // rejected proposal's) must not stand for today's. With nothing added, it
+                // is the deployed file as written, its comments and quoting kept.
                 if self.run.keep_categorizer {
-                    u.head.insert_str(0, KEPT_CONFIG);
+                    let as_written = self.deployed().and_then(|d| input::categorizer_as_written(&d.file));
+                    u.head.insert_str(0, &documents::kept_head(u.categories.len()));
+                    if let (true, Some(text)) = (u.categories.is_empty() && u.action_changes.is_empty(), as_written) {
+                        u.config = documents::without_suggests_head(&text);
+                    }
                 }
                 (format!("{}---\n{}", u.categorizer(), u.policy), Some(u))
             }

@@ -30,7 +30,7 @@ use super::Format;
 
 pub use capture::{backtest_tail, BacktestTail, CaptureSink, Captured, Member};
 pub use report::{BacktestHead, Commands, Head, IncidentsView, Report};
-pub use words::{evidence, left_out, LeftOut};
+pub use words::{evidence, kept_and_added, left_out, LeftOut};
 
 /// The `{suggest: …}` record written in pieces around the streamed comparisons, or the
 /// other formats written at the end.

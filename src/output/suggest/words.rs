@@ -573,6 +573,16 @@ fn unsplit_words(signature: &str, u: &Unsplit) -> String {
     }
 }
 
+/// `--keep-categorizer`'s note when it adds categories after the deployed ones: their names,
+/// each signature under its category in the documents.
+pub fn kept_and_added(categories: &[crate::suggest::documents::NewCategory]) -> String {
+    let names: Vec<String> = categories.iter().map(|c| format!("`{}`", shown(&c.name))).collect();
+    format!(
+        "--keep-categorizer: today's categories kept as they are; added after them, for failures none of them takes: {}",
+        names.join(", ")
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use crate::suggest::incidents::Found;
