@@ -16,7 +16,7 @@ use crate::model::failure_history::Timestamp;
 use crate::output::html::esc;
 use crate::watch::cursor::Moved;
 use crate::watch::late::Late;
-use crate::watch::metrics::{Counters, Family, Unit, FAMILIES, RESOURCES, VERDICTS};
+use crate::watch::metrics::{Busy, Counters, Family, Unit, FAMILIES, RESOURCES, VERDICTS};
 
 /// The format's content type.
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
@@ -32,6 +32,8 @@ pub struct Gauges<'a> {
     pub verdicts: &'a [(String, &'static str)],
     /// Whether the last hour of failures counted is an incident window.
     pub incident: bool,
+    /// Else, whether it is a burst or a surge (`None`: neither).
+    pub busy: Option<Busy>,
     /// What waits and retries now, as the last poll read Lookout (`None`: not read yet).
     pub present: Option<&'a Present>,
 }
@@ -98,6 +100,13 @@ pub fn metrics(counters: &Counters, g: &Gauges<'_>) -> String {
         }
         if let (Family::WaitingRequests | Family::RetryRequests, Some(p)) = (family, g.present) {
             present(&mut out, family, p);
+            continue;
+        }
+        if family == Family::BusyActive {
+            for kind in Busy::ALL {
+                let one = u8::from(g.busy == Some(kind));
+                let _ = writeln!(out, "{name}{{kind=\"{}\"}} {one}", kind.as_str());
+            }
             continue;
         }
         if family == Family::ShadowVerdict {
@@ -199,10 +208,15 @@ mod tests {
             assert!(text.contains(&format!("# HELP {} ", f.name())), "{}", f.name());
             assert!(text.contains(&format!("# TYPE {} ", f.name())), "{}", f.name());
         }
-        // Only the incident gauge has a sample before anything is counted.
-        assert!(
-            text.lines()
-                .all(|l| l.starts_with('#') || l == "retryctl_watch_incidents_active 0"),
+        // Only the incident and busy gauges have a sample before anything is counted.
+        let samples: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
+        assert_eq!(
+            samples,
+            [
+                "retryctl_watch_incidents_active 0",
+                "retryctl_watch_busy_active{kind=\"burst\"} 0",
+                "retryctl_watch_busy_active{kind=\"surge\"} 0",
+            ],
             "{text}"
         );
     }
@@ -222,6 +236,7 @@ mod tests {
             last_success: Some(1_700_000_001_250),
             verdicts: &verdicts,
             incident: false,
+            busy: Some(Busy::Surge),
             present: Some(&Present {
                 waiting: vec![Requests {
                     pool: None,
@@ -265,5 +280,12 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("retryctl_watch_last_poll_success_timestamp_seconds 1700000001.25\n"));
+        for line in [
+            "retryctl_watch_incidents_active 0\n",
+            "retryctl_watch_busy_active{kind=\"burst\"} 0\n",
+            "retryctl_watch_busy_active{kind=\"surge\"} 1\n",
+        ] {
+            assert!(text.contains(line), "{line}: {text}");
+        }
     }
 }

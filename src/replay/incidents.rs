@@ -293,7 +293,7 @@ impl Detector {
         let tests = rule.tests.unwrap_or(windows);
         let expected = match (rule.lambda, self.starts()) {
             (Some(lambda), _) => Expected::flat(lambda),
-            (None, Some((first, last))) => Expected::of(&segments, first, last),
+            (None, Some((first, last))) => Expected::of(kinds::Grid::TEN_MINUTES, &segments, first, last),
             (None, None) => Expected::flat(0.0),
         };
         let mut out = Vec::new();
@@ -301,17 +301,7 @@ impl Detector {
             if k < MIN_JOBS {
                 continue;
             }
-            for start in a..=b {
-                let lambda = expected.at(start);
-                // Never unusual at or under what is expected: the tail is past one half there.
-                if (k as f64) > lambda && is_unusual(k, lambda, tests) {
-                    out.push(Unusual {
-                        start,
-                        k,
-                        expected: lambda,
-                    });
-                }
-            }
+            out.extend((a..=b).filter_map(|start| kinds::unusual_at(start, k, &expected, tests)));
         }
         let test = Test {
             mean: expected.mean,

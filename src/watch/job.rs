@@ -21,6 +21,7 @@ use crate::replay::run::{compare_job, Asks};
 use crate::replay::sides::PolicySets;
 
 use super::metrics::{Change, Counters, Family, Outcome, ADDED, LOST, NO_CATEGORY, SAVED};
+use super::mix::JobMix;
 
 /// A retry today's policy granted.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -74,6 +75,9 @@ pub struct Seen {
     pub failed_runs: u64,
     /// The record's own totals (the verdict's hours name what the jobs ask for).
     pub recorded: Recorded,
+    /// Its job set, and the signatures and nodes of its failed runs: what tells an unusual
+    /// hour's kind (`window`).
+    pub mix: JobMix,
     /// Per candidate, in [`PolicySets::candidates`]' order; `None` when the candidate could not
     /// replay the job (`errors` says why).
     pub shadows: Vec<Option<Shadow>>,
@@ -116,6 +120,7 @@ pub fn see(
         collisions_ran: today.collisions_ran,
         failed_runs: history.runs.iter().filter(|r| r.outcome == RunOutcome::Failed).count() as u64,
         recorded,
+        mix: JobMix::of(history),
         shadows: Vec::with_capacity(sets.candidates.len()),
         errors: Vec::new(),
     };

@@ -5,7 +5,7 @@
 //! names, in the order they are exported ([`Family`] names a row), [`Counters`] (the series and their values, exact integers: counts, and device
 //! time in nanoseconds × thousandths of a device as the replay sums it, so that a window's
 //! sum is what `simulate --baseline` prints) and the label values a series may take
-//! ([`Outcome`], [`Change`], [`Reason`]). Must not: render the text format (that is
+//! ([`Outcome`], [`Change`], [`Reason`], [`Busy`]). Must not: render the text format (that is
 //! `output::watch`), read a clock, or hold a label value that is not bounded by the
 //! command line (queues, rules of the policies, candidates' file names, the fixed words here),
 //! but for `signature`: a queue's [`TOP_SIGNATURES`] and [`OTHER_SIGNATURE`].
@@ -61,6 +61,7 @@ pub enum Family {
     IncompleteJobs,
     LateJobs,
     IncidentsActive,
+    BusyActive,
     IncidentFailedRuns,
     UnreadableRows,
     CursorTimestamp,
@@ -107,7 +108,7 @@ use Kind::{Counter, Gauge};
 use Unit::{Count, DeviceTime, Micros, Millis};
 
 /// Every family, in the order `/metrics` lists them (and of [`Family`]'s variants).
-pub const FAMILIES: [Spec; 21] = [
+pub const FAMILIES: [Spec; 22] = [
     spec(Family::Jobs, "retryctl_watch_jobs_total", Counter, Count, &["queue", "outcome"],
         "Jobs that reached a terminal state with a run to replay, by their outcome as Lookout recorded it."),
     spec(Family::Retries, "retryctl_watch_retries_total", Counter, Count, &["queue", "rule"],
@@ -136,6 +137,8 @@ pub const FAMILIES: [Spec; 21] = [
         "Jobs Lookout wrote further behind the cursor than --lookback, never to be counted (raise --lookback)."),
     spec(Family::IncidentsActive, "retryctl_watch_incidents_active", Gauge, Count, &[],
         "1 while the last hour of failures counted is an incident window (docs/reference/suggest.md), else 0."),
+    spec(Family::BusyActive, "retryctl_watch_busy_active", Gauge, Count, &["kind"],
+        "1 while the last hour of failures counted is unusual and no incident: one job set's burst (kind=burst) or a surge of the usual mix (kind=surge), as suggest tells them; else 0. Pages nobody."),
     spec(Family::IncidentFailedRuns, "retryctl_watch_incident_failed_runs_total", Counter, Count, &["queue"],
         "Failed runs that ended inside an incident window."),
     spec(Family::UnreadableRows, "retryctl_watch_unreadable_rows_total", Counter, Count, &[],
@@ -280,6 +283,27 @@ impl Reason {
             Reason::Read => "read",
             Reason::State => "state",
             Reason::Replay => "replay",
+        }
+    }
+}
+
+/// An unusual hour that is no incident (docs/reference/suggest.md "Incidents"): the `kind`
+/// label of `busy_active`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Busy {
+    /// One job set's batch failing.
+    Burst,
+    /// More of the usual mix of failures.
+    Surge,
+}
+
+impl Busy {
+    pub const ALL: [Busy; 2] = [Busy::Burst, Busy::Surge];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Busy::Burst => "burst",
+            Busy::Surge => "surge",
         }
     }
 }

@@ -6,7 +6,8 @@
 //! and which jobs were counted), [`waiting`] (the jobs read before their record was
 //! complete), [`late`] (the jobs Lookout wrote behind the span each poll reads again),
 //! [`window`] (the last `--window` as hourly sums, which a candidate's verdict is
-//! judged on), [`state`] (what `--state` holds, as text) and [`schedule`] (the wait after a
+//! judged on, and what an hour is by suggest's incident rule), [`mix`] (an hour's failing
+//! jobs by job set, signature and node, bounded), [`state`] (what `--state` holds, as text) and [`schedule`] (the wait after a
 //! poll, `/healthz`). Pure, as `replay` is: no I/O, clock, environment or randomness; the
 //! command (`commands::watch`) polls, serves and writes the file, `output::watch` renders
 //! the text format. Reads `replay` (its replay of a job under a side, its comparison of two)
@@ -16,6 +17,7 @@ pub mod cursor;
 pub mod job;
 pub mod late;
 pub mod metrics;
+pub mod mix;
 pub mod schedule;
 pub mod state;
 pub mod waiting;

@@ -325,6 +325,12 @@ mod tests {
             collisions_ran: 0,
             failed_runs: 1,
             recorded: Default::default(),
+            // What tells an unusual hour's kind is kept too.
+            mix: crate::watch::mix::JobMix {
+                set: Some("ml\nsweep-17".into()),
+                signatures: vec!["exit:2@main \"bad key\"".into()],
+                nodes: vec!["node-1".into()],
+            },
             shadows: vec![Some(shadow)],
             errors: Vec::new(),
         };
@@ -334,6 +340,7 @@ mod tests {
         s.window.add(1_700_000_000_000_000 + 2 * 3_600_000_000, &seen, &names);
         let back = State::from_json(&s.to_json()).unwrap();
         assert_eq!(back, s);
+        assert!(s.to_json().contains(r#""mix":{"sets":{"named":{"ml\nsweep-17":1}}"#));
         assert!(back.seen.contains(-5, "a"));
         assert_eq!(back.waiting.len(), 2);
         let (failed, sums) = back.window.since(0);

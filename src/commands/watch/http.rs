@@ -87,7 +87,8 @@ async fn metrics(State(app): State<App>) -> Response {
             cursor: Some(p.cursor),
             last_success: p.last_success,
             verdicts: &verdicts,
-            incident: p.incident,
+            incident: p.active.is_incident(),
+            busy: p.active.busy(),
             present: p.present.as_ref(),
         };
         crate::output::watch::metrics(&p.counters, &gauges)

@@ -20,6 +20,7 @@ use crate::suggest::verdict::{judge, Decision, Judged};
 use crate::watch::metrics::Counters;
 use crate::watch::schedule::Health;
 use crate::watch::state::State;
+use crate::watch::window::Active;
 use crate::whole_file::{write_whole_with, Mode};
 
 /// What the flags say, checked before anything is read.
@@ -76,8 +77,8 @@ pub(super) struct Published {
     pub(super) waiting: usize,
     /// Each candidate's verdict over the window, in the candidates' order, with its words.
     pub(super) verdicts: Vec<(String, Verdict, String)>,
-    /// Whether the hour of the last job counted is an incident window.
-    pub(super) incident: bool,
+    /// What the hour of the last job counted is: an incident window, a burst or a surge.
+    pub(super) active: Active,
     /// What waits and retries now, as the last poll read it: gauges, not kept in `--state`.
     pub(super) present: Option<crate::lookout::present::Present>,
 }
@@ -123,11 +124,11 @@ impl Shared {
             last_success: st.last_success,
             waiting: st.waiting.len(),
             verdicts: verdicts(st, &self.names, self.rule, now),
-            incident: match &st.cursor {
+            active: match &st.cursor {
                 Some(c) => st
                     .window
-                    .is_incident_hour(c.at, now.saturating_sub(self.rule.window).max(st.start)),
-                None => false,
+                    .active(c.at, now.saturating_sub(self.rule.window).max(st.start)),
+                None => Active::Usual,
             },
             present: None,
         }
@@ -276,6 +277,7 @@ mod tests {
             collisions_ran: 0,
             failed_runs: 1,
             recorded: Default::default(),
+            mix: Default::default(),
             shadows: vec![Some(Shadow {
                 change: Change::Lost,
                 gpu_saved: 0,

@@ -18,7 +18,10 @@
 //!   whatever their kind: an incident when one of them is (or a window given by hand), else a
 //!   burst when one is, else a surge.
 //!
-//! Owns: those steps, and the Binomial tail. Pure: no I/O, no clock. The signatures' texts
+//! Owns: those steps, and the Binomial tail, for two callers: the detector's 10-minute windows
+//! ([`classify`], the mix kept by [`Mix`]) and `watch`'s clock hours (its own bounded hourly
+//! sums), both through [`Expected`] on their [`Grid`], [`unusual_at`] and [`kind_of`]: one
+//! rule. Pure: no I/O, no clock. The signatures' texts
 //! are `model::signature`'s; a job set is `(job.queue, job.jobSet)`.
 
 use std::collections::HashMap;
@@ -32,11 +35,26 @@ use super::{
 use crate::model::failure_history::{FailureHistory, Outcome, Timestamp};
 use crate::model::signature::text_into;
 
-/// Window starts (10-minute steps) in an hour and in a day.
-const STEPS_PER_HOUR: i64 = 6;
-const STEPS_PER_DAY: i64 = 144;
 /// The distinct UTC days the window starts must fall on for the expected count by hour.
 pub const MIN_DAYS: i64 = 3;
+
+/// The grid the windows start on, in starts an hour: suggest's every 10 minutes, `watch`'s
+/// every hour (its window's hourly sums). A start is counted in these steps since the epoch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Grid {
+    per_hour: i64,
+}
+
+impl Grid {
+    /// A window every 10 minutes (suggest, simulate, tune).
+    pub const TEN_MINUTES: Grid = Grid { per_hour: 6 };
+    /// A window every hour, on the hour (`watch`).
+    pub const HOURS: Grid = Grid { per_hour: 1 };
+
+    fn per_day(self) -> i64 {
+        24 * self.per_hour
+    }
+}
 
 /// The expected `k` of a window, by its start.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -49,6 +67,7 @@ pub struct Expected {
 /// The sums the expected count by hour of day needs.
 #[derive(Debug, Clone, PartialEq)]
 struct ByHour {
+    grid: Grid,
     /// The first and last window start.
     first: i64,
     last: i64,
@@ -65,10 +84,11 @@ impl Expected {
         Expected { mean, by_hour: None }
     }
 
-    /// Over the windows starting `first..=last` (steps), `k` given as runs of equal `k`
-    /// (`(first start, last start, k)`, the others 0): by hour of day once they start on
+    /// Over the windows starting `first..=last` (steps of `grid`), `k` given as runs of equal
+    /// `k` (`(first start, last start, k)`, the others 0): by hour of day once they start on
     /// [`MIN_DAYS`] UTC days, else the mean.
-    pub fn of(segments: &[(i64, i64, u64)], first: i64, last: i64) -> Expected {
+    pub fn of(grid: Grid, segments: &[(i64, i64, u64)], first: i64, last: i64) -> Expected {
+        let (per_hour, per_day) = (grid.per_hour, grid.per_day());
         let windows = (last - first + 1).max(0) as u64;
         let total: u64 = segments.iter().map(|(a, b, k)| (b - a + 1) as u64 * k).sum();
         let mean = if windows == 0 {
@@ -76,7 +96,7 @@ impl Expected {
         } else {
             total as f64 / windows as f64
         };
-        let days = last.div_euclid(STEPS_PER_DAY) - first.div_euclid(STEPS_PER_DAY) + 1;
+        let days = last.div_euclid(per_day) - first.div_euclid(per_day) + 1;
         if windows == 0 || days < MIN_DAYS {
             return Expected::flat(mean);
         }
@@ -85,8 +105,8 @@ impl Expected {
             // Split at the hours' edges.
             let mut s = a;
             while s <= b {
-                let hour = s.div_euclid(STEPS_PER_HOUR);
-                let end = b.min(hour * STEPS_PER_HOUR + STEPS_PER_HOUR - 1);
+                let hour = s.div_euclid(per_hour);
+                let end = b.min(hour * per_hour + per_hour - 1);
                 *sums.entry(hour).or_default() += (end - s + 1) as u64 * k;
                 s = end + 1;
             }
@@ -95,10 +115,11 @@ impl Expected {
         for (hour, sum) in &sums {
             hour_sum[hour.rem_euclid(24) as usize] += sum;
         }
-        let hour_windows = std::array::from_fn(|h| starts_at_hour(first, last, h as i64));
+        let hour_windows = std::array::from_fn(|h| starts_at_hour(grid, first, last, h as i64));
         Expected {
             mean,
             by_hour: Some(ByHour {
+                grid,
                 first,
                 last,
                 sums,
@@ -118,10 +139,11 @@ impl Expected {
         let Some(b) = &self.by_hour else {
             return self.mean;
         };
-        let hour = start.div_euclid(STEPS_PER_HOUR);
+        let per_hour = b.grid.per_hour;
+        let hour = start.div_euclid(per_hour);
         let h = hour.rem_euclid(24) as usize;
         let own_windows = {
-            let (a, z) = (hour * STEPS_PER_HOUR, hour * STEPS_PER_HOUR + STEPS_PER_HOUR - 1);
+            let (a, z) = (hour * per_hour, hour * per_hour + per_hour - 1);
             (z.min(b.last) - a.max(b.first) + 1).max(0) as u64
         };
         let others = b.hour_windows[h] - own_windows;
@@ -133,18 +155,31 @@ impl Expected {
     }
 }
 
-/// The window starts `first..=last` that fall in UTC hour of day `h`.
-fn starts_at_hour(first: i64, last: i64, h: i64) -> u64 {
-    let base = first.div_euclid(STEPS_PER_DAY) * STEPS_PER_DAY;
+/// The window starts `first..=last` (of `grid`) that fall in UTC hour of day `h`.
+fn starts_at_hour(grid: Grid, first: i64, last: i64, h: i64) -> u64 {
+    let (per_hour, per_day) = (grid.per_hour, grid.per_day());
+    let base = first.div_euclid(per_day) * per_day;
     // Those in `base..=x`.
     let upto = |x: i64| -> i64 {
         let n = x - base + 1;
         if n <= 0 {
             return 0;
         }
-        (n / STEPS_PER_DAY) * STEPS_PER_HOUR + (n % STEPS_PER_DAY - h * STEPS_PER_HOUR).clamp(0, STEPS_PER_HOUR)
+        (n / per_day) * per_hour + (n % per_day - h * per_hour).clamp(0, per_hour)
     };
     (upto(last) - upto(first - 1)) as u64
+}
+
+/// The window starting at `start` (steps) with `k` failing jobs, when it is unusual against
+/// `expected` among `tests` windows tested: never at or under what is expected (the tail is
+/// past one half there).
+pub fn unusual_at(start: i64, k: u64, expected: &Expected, tests: u64) -> Option<Unusual> {
+    let lambda = expected.at(start);
+    ((k as f64) > lambda && is_unusual(k, lambda, tests)).then_some(Unusual {
+        start,
+        k,
+        expected: lambda,
+    })
 }
 
 /// A window by the rule unusual: its start (10-minute steps since the epoch), `k`, and the
@@ -292,8 +327,8 @@ impl Names {
         self.jobs[id as usize] += 1;
         let deltas = &mut self.deltas;
         window_runs(steps, |a, b| {
-            *deltas.entry((id, a)).or_default() += 1;
-            *deltas.entry((id, b + 1)).or_default() -= 1;
+            bump(deltas, (id, a), 1);
+            bump(deltas, (id, b + 1), -1);
         });
     }
 
@@ -308,11 +343,10 @@ impl Names {
         for (&(oid, step), d) in &o.deltas {
             let id = ids[oid as usize];
             if id != PAST {
-                *self.deltas.entry((id, step)).or_default() += d;
+                bump(&mut self.deltas, (id, step), *d);
             }
         }
         self.past |= o.past || ids.contains(&PAST);
-        self.deltas.retain(|_, d| *d != 0);
     }
 
     /// At each of `starts` (sorted), the count of each name's failing jobs in the window
@@ -337,12 +371,28 @@ impl Names {
         out
     }
 
-    /// Of `counts`, the id with most jobs (ties: the first name in order).
+    /// Of `counts`, the id with most jobs ([`top`]).
     fn top(&self, counts: &HashMap<u32, u64>) -> Option<(u32, u64)> {
-        counts.iter().map(|(id, n)| (*id, *n)).max_by(|a, b| {
-            a.1.cmp(&b.1)
-                .then(self.names[b.0 as usize].cmp(&self.names[a.0 as usize]))
-        })
+        top(counts.iter().map(|(&id, &n)| (id, self.names[id as usize].as_str(), n))).map(|(id, _, n)| (id, n))
+    }
+}
+
+/// Adds `d` to the change at `key`, a change that comes to 0 taken out where it is made: the
+/// map holds no 0 whatever the order of adds and merges (a pass over the whole map at each
+/// merge of a unit made the merges quadratic in the units).
+fn bump(deltas: &mut Fast<(u32, i64), i64>, key: (u32, i64), d: i64) {
+    match deltas.entry(key) {
+        std::collections::hash_map::Entry::Occupied(mut e) => {
+            *e.get_mut() += d;
+            if *e.get() == 0 {
+                e.remove();
+            }
+        }
+        std::collections::hash_map::Entry::Vacant(e) => {
+            if d != 0 {
+                e.insert(d);
+            }
+        }
     }
 }
 
@@ -424,10 +474,7 @@ impl Mix {
     pub fn job(&mut self, queue: Option<&str>, job_set: Option<&str>) {
         self.runs.clear();
         self.set = job_set.map(|s| {
-            self.key.clear();
-            self.key.push_str(queue.unwrap_or_default());
-            self.key.push('\n');
-            self.key.push_str(s);
+            set_key(queue.unwrap_or_default(), s, &mut self.key);
             let key = std::mem::take(&mut self.key);
             let id = self.sets.id(&key);
             self.key = key;
@@ -505,6 +552,25 @@ impl Mix {
         self.jobs == 0
     }
 
+    /// What tells the kind of a window whose mix is `m` ([`Mix::of`]).
+    fn tops<'a>(&'a self, m: &StartMix, can_tell: bool) -> Tops<'a> {
+        let share = |names: &Names, counts: &HashMap<u32, u64>| {
+            names.top(counts).map(|(id, jobs)| Top {
+                jobs,
+                share: names.jobs[id as usize] as f64 / self.jobs.max(1) as f64,
+            })
+        };
+        Tops {
+            set: self.sets.top(&m.sets).map(|(id, jobs)| {
+                let (queue, job_set) = split_set(&self.sets.names[id as usize]);
+                (queue, job_set, jobs)
+            }),
+            signature: share(&self.signatures, &m.signatures),
+            node: share(&self.nodes, &m.nodes),
+            can_tell,
+        }
+    }
+
     /// The mix of the windows starting at `starts` (sorted).
     fn of(&self, starts: &[i64]) -> Vec<StartMix> {
         let sets = self.sets.at(starts);
@@ -522,18 +588,8 @@ impl Mix {
     }
 }
 
-/// Whether the most common of `counts` (its jobs among `k`) is over its share of the span's
-/// `jobs` failing jobs, among `tests` windows.
-fn over_share(names: &Names, counts: &HashMap<u32, u64>, k: u64, jobs: u64, tests: u64) -> bool {
-    let Some((id, top)) = names.top(counts) else {
-        return false;
-    };
-    let q = names.jobs[id as usize] as f64 / jobs.max(1) as f64;
-    binomial_tail(top, k, q) < ALPHA / tests as f64
-}
-
 /// Each unusual window's kind, by `mix` (fed every failing job of the span), among `tests`
-/// windows tested; every one an incident when `mix` holds no job.
+/// windows tested ([`kind_of`]); every one an incident when `mix` holds no job.
 pub fn classify(unusual: &[Unusual], tests: u64, mix: &Mix) -> Vec<(Unusual, Kind)> {
     if mix.is_empty() {
         return unusual.iter().map(|u| (*u, Kind::Incident)).collect();
@@ -542,37 +598,81 @@ pub fn classify(unusual: &[Unusual], tests: u64, mix: &Mix) -> Vec<(Unusual, Kin
     starts.sort_unstable();
     starts.dedup();
     let mixes = mix.of(&starts);
+    let can_tell = mix.can_tell();
     unusual
         .iter()
         .map(|u| {
             let m = &mixes[starts.binary_search(&u.start).unwrap_or_default()];
-            if let Some((set, top)) = mix.sets.top(&m.sets) {
-                if !is_unusual(u.k.saturating_sub(top), u.expected, tests) {
-                    let name = &mix.sets.names[set as usize];
-                    let (queue, job_set) = name.split_once('\n').unwrap_or(("", name));
-                    return (
-                        *u,
-                        Kind::Burst {
-                            queue: queue.to_string(),
-                            job_set: job_set.to_string(),
-                            jobs: top,
-                        },
-                    );
-                }
-            }
-            let usual = mix.can_tell()
-                && !over_share(&mix.signatures, &m.signatures, u.k, mix.jobs, tests)
-                && !over_share(&mix.nodes, &m.nodes, u.k, mix.jobs, tests);
-            let kind = match usual {
-                true => Kind::Surge {
-                    jobs: u.k,
-                    expected: u.expected,
-                },
-                false => Kind::Incident,
-            };
-            (*u, kind)
+            (*u, kind_of(u, tests, &mix.tops(m, can_tell)))
         })
         .collect()
+}
+
+/// What tells an unusual window's kind, whoever counts the window (suggest by 10-minute
+/// steps, `watch` by hours): its largest job set, and its top signature's and top node's
+/// failing jobs with their shares of the span's.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Tops<'a> {
+    /// The job set with the most failing jobs in the window: its queue, its name, those jobs.
+    pub set: Option<(&'a str, &'a str, u64)>,
+    /// The signature the most failing jobs of the window have a failed run of ([`top`]).
+    pub signature: Option<Top>,
+    /// The node the most failing jobs of the window had a failed run on.
+    pub node: Option<Top>,
+    /// Whether the span's mix can be told: its failed runs hold more than one signature, or
+    /// a node.
+    pub can_tell: bool,
+}
+
+/// A window's top signature or node: its failing jobs in the window (`k_s`), and `q_s`, the
+/// share of the span's failing jobs with a failed run of it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Top {
+    pub jobs: u64,
+    pub share: f64,
+}
+
+/// An unusual window's kind: one job set's burst when `k − top` (its largest job set's
+/// failing jobs taken out) is not unusual at the same `λ_w`; else a surge when the mix can
+/// be told and neither its top signature nor its top node is over its share
+/// (`P(Y ≥ k_s) ≥ 0.01 / B`, `Y ~ Binomial(k, q_s)`); else an incident.
+pub fn kind_of(u: &Unusual, tests: u64, tops: &Tops<'_>) -> Kind {
+    if let Some((queue, job_set, top)) = tops.set {
+        if !is_unusual(u.k.saturating_sub(top), u.expected, tests) {
+            return Kind::Burst {
+                queue: queue.to_string(),
+                job_set: job_set.to_string(),
+                jobs: top,
+            };
+        }
+    }
+    let over = |t: Option<Top>| t.is_some_and(|t| binomial_tail(t.jobs, u.k, t.share) < ALPHA / tests as f64);
+    match tops.can_tell && !over(tops.signature) && !over(tops.node) {
+        true => Kind::Surge {
+            jobs: u.k,
+            expected: u.expected,
+        },
+        false => Kind::Incident,
+    }
+}
+
+/// Of `counts` (a tag, a name, its failing jobs), the one with the most jobs; ties: the first
+/// name in order.
+pub fn top<'a, T>(counts: impl IntoIterator<Item = (T, &'a str, u64)>) -> Option<(T, &'a str, u64)> {
+    counts.into_iter().max_by(|a, b| a.2.cmp(&b.2).then(b.1.cmp(a.1)))
+}
+
+/// A job set's name in the mix: `(job.queue, job.jobSet)`, a line apart (no queue holds one).
+pub fn set_key(queue: &str, job_set: &str, out: &mut String) {
+    out.clear();
+    out.push_str(queue);
+    out.push('\n');
+    out.push_str(job_set);
+}
+
+/// The queue and job set a [`set_key`] names.
+pub fn split_set(key: &str) -> (&str, &str) {
+    key.split_once('\n').unwrap_or(("", key))
 }
 
 /// The unusual windows widened and, with the windows `given` by hand (incidents, taken as

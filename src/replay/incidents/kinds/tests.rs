@@ -47,7 +47,7 @@ fn the_expected_count_is_the_same_hours_mean_on_the_other_days() {
         (noon(1).0, noon(1).1, 4),
         (noon(2).0, noon(2).1, 30),
     ];
-    let e = Expected::of(&segments, first, last);
+    let e = Expected::of(Grid::TEN_MINUTES, &segments, first, last);
     assert!(e.by_hour());
     // Mean of all: (12 + 24 + 180) / 432.
     assert!(close(e.mean, 0.5));
@@ -58,9 +58,27 @@ fn the_expected_count_is_the_same_hours_mean_on_the_other_days() {
     // Another hour: nothing on any other day.
     assert_eq!(e.at(start(2, "13:00")), 0.0);
     // Two days: the mean of all.
-    let two = Expected::of(&segments[..2], first, start(1, "23:50"));
+    let two = Expected::of(Grid::TEN_MINUTES, &segments[..2], first, start(1, "23:50"));
     assert!(!two.by_hour());
     assert!(close(two.at(start(1, "12:00")), 36.0 / 288.0));
+}
+
+#[test]
+fn on_a_grid_of_hours_the_expected_count_is_the_same_hours_mean_on_the_other_days() {
+    // watch's hourly sums: hours 0..72 (3 UTC days), 2 jobs at noon on day 0, 4 on day 1, 30
+    // on day 2.
+    let segments = [(12, 12, 2), (36, 36, 4), (60, 60, 30)];
+    let e = Expected::of(Grid::HOURS, &segments, 0, 71);
+    assert!(e.by_hour());
+    assert!(close(e.mean, 36.0 / 72.0));
+    assert!(close(e.at(60), 3.0));
+    assert!(close(e.at(12), 17.0));
+    assert_eq!(e.at(61), 0.0);
+    assert_eq!(starts_at_hour(Grid::HOURS, 0, 71, 12), 3);
+    // Two days (hours 0..48): the mean of all.
+    let two = Expected::of(Grid::HOURS, &segments[..2], 0, 47);
+    assert!(!two.by_hour());
+    assert!(close(two.at(36), 6.0 / 48.0));
 }
 
 #[test]
@@ -68,15 +86,15 @@ fn an_hour_no_other_day_has_is_held_to_the_mean() {
     // From day 0 at 23:00 to day 2 at 00:50: 3 UTC days, but 01:00 falls on day 1 alone.
     let (first, last) = (start(0, "23:00"), start(2, "00:50"));
     let segments = [(start(1, "01:00"), start(1, "01:50"), 10)];
-    let e = Expected::of(&segments, first, last);
+    let e = Expected::of(Grid::TEN_MINUTES, &segments, first, last);
     assert!(e.by_hour());
     let windows = (last - first + 1) as f64;
     assert!(close(e.at(start(1, "01:20")), 60.0 / windows));
     // 23:00 is on days 0 and 1: day 0's against day 1's, 0.
     assert_eq!(e.at(start(0, "23:10")), 0.0);
-    assert_eq!(starts_at_hour(first, last, 23), 12);
-    assert_eq!(starts_at_hour(first, last, 0), 12);
-    assert_eq!(starts_at_hour(first, last, 1), 6);
+    assert_eq!(starts_at_hour(Grid::TEN_MINUTES, first, last, 23), 12);
+    assert_eq!(starts_at_hour(Grid::TEN_MINUTES, first, last, 0), 12);
+    assert_eq!(starts_at_hour(Grid::TEN_MINUTES, first, last, 1), 6);
 }
 
 /// Jobs' failed-run times into a detector.
