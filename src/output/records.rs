@@ -310,11 +310,39 @@ pub fn summary_json(s: &Summary, e: &Estimates) -> Value {
     v
 }
 
+/// A burst's or a surge's entry in `bursts` or `surges` (docs/reference/suggest.md
+/// "Incidents"): its window, and a burst's job set or a surge's busiest hour's jobs and the
+/// count expected there. suggest's adds what it learned from it.
+pub enum Busy {
+    Burst(Map<String, Value>),
+    Surge(Map<String, Value>),
+}
+
+/// [`Busy`] of the window `w` of kind `kind`; `None` for an incident.
+pub fn busy_entry(w: &crate::replay::incidents::Window, kind: &crate::replay::incidents::Kind) -> Option<Busy> {
+    use crate::replay::incidents::Kind;
+    let mut m = Map::new();
+    m.insert("from".into(), json!(w.from.to_string()));
+    m.insert("to".into(), json!(w.to.to_string()));
+    match kind {
+        Kind::Burst { queue, job_set, .. } => {
+            m.insert("queue".into(), json!(queue));
+            m.insert("jobSet".into(), json!(job_set));
+            Some(Busy::Burst(m))
+        }
+        Kind::Surge { jobs, expected } => {
+            m.insert("jobs".into(), json!(jobs));
+            m.insert("expected".into(), json!((expected * 100.0).round() / 100.0));
+            Some(Busy::Surge(m))
+        }
+        Kind::Incident => None,
+    }
+}
+
 /// The incident windows a replay found or was given, and what they left out of the estimates
 /// (docs/reference/suggest.md "Incidents"), with the bursts and surges found and learned from
 /// (as suggest's `bursts` and `surges`); `None` without a window of any kind.
 pub fn incidents_json(s: Option<&crate::replay::incidents::Seen>) -> Option<Value> {
-    use crate::replay::incidents::Kind;
     let s = s.filter(|s| !s.windows.is_empty() || !s.busy.is_empty())?;
     let windows: Vec<Value> = s
         .windows
@@ -323,20 +351,10 @@ pub fn incidents_json(s: Option<&crate::replay::incidents::Seen>) -> Option<Valu
         .collect();
     let (mut bursts, mut surges) = (Vec::new(), Vec::new());
     for (w, kind) in &s.busy {
-        match kind {
-            Kind::Burst { queue, job_set, .. } => bursts.push(json!({
-                "from": w.from.to_string(),
-                "to": w.to.to_string(),
-                "queue": queue,
-                "jobSet": job_set,
-            })),
-            Kind::Surge { jobs, expected } => surges.push(json!({
-                "from": w.from.to_string(),
-                "to": w.to.to_string(),
-                "jobs": jobs,
-                "expected": (expected * 100.0).round() / 100.0,
-            })),
-            Kind::Incident => {}
+        match busy_entry(w, kind) {
+            Some(Busy::Burst(m)) => bursts.push(Value::Object(m)),
+            Some(Busy::Surge(m)) => surges.push(Value::Object(m)),
+            None => {}
         }
     }
     Some(json!({

@@ -20,6 +20,7 @@ use crate::suggest::verdict::Judgement;
 use super::capture::BacktestTail;
 use super::fields::{json_fields, write_fields, yaml_of, Field};
 use super::report::{Head, IncidentsView, Report};
+use crate::output::records::{busy_entry, Busy};
 use crate::replay::incidents::{Kind, Window};
 use crate::suggest::incidents::Listed;
 
@@ -143,25 +144,19 @@ fn incidents_json(i: &IncidentsView<'_>) -> Value {
 fn busy_json(busy: &[(Window, Kind, Listed)]) -> (Value, Value) {
     let (mut bursts, mut surges) = (Vec::new(), Vec::new());
     for (w, kind, l) in busy {
-        match kind {
-            Kind::Burst { queue, job_set, .. } => bursts.push(json!({
-                "from": w.from.to_string(),
-                "to": w.to.to_string(),
-                "queue": queue,
-                "jobSet": job_set,
-                "jobs": l.jobs,
-                "failedRuns": l.failed_runs,
-                "gpuHours": hours(l.gpu),
-            })),
-            Kind::Surge { jobs, expected } => surges.push(json!({
-                "from": w.from.to_string(),
-                "to": w.to.to_string(),
-                "jobs": jobs,
-                "expected": (expected * 100.0).round() / 100.0,
-                "failedRuns": l.failed_runs,
-                "gpuHours": hours(l.gpu),
-            })),
-            Kind::Incident => {}
+        let learned = |mut m: Map<String, Value>, jobs: bool| {
+            if jobs {
+                m.insert("jobs".into(), json!(l.jobs));
+            }
+            m.insert("failedRuns".into(), json!(l.failed_runs));
+            m.insert("gpuHours".into(), json!(hours(l.gpu)));
+            Value::Object(m)
+        };
+        match busy_entry(w, kind) {
+            Some(Busy::Burst(m)) => bursts.push(learned(m, true)),
+            // A surge's `jobs` are its busiest hour's, already said.
+            Some(Busy::Surge(m)) => surges.push(learned(m, false)),
+            None => {}
         }
     }
     (Value::Array(bursts), Value::Array(surges))
