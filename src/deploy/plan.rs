@@ -43,45 +43,88 @@ pub struct Plan {
 /// usage error (exit 2), found before anything is printed.
 pub fn plan(emit: &EmitArgs, invocation: &Invocation) -> Result<Plan, CliError> {
     let kind = emit.emit.ok_or_else(|| CliError::usage("`--emit KIND` is missing"))?;
-    let shards = match emit.shard_count {
-        None => {
-            return Err(CliError::usage(
-                "`--emit` needs `--shard-count N`: how many shards to split the command into",
-            ))
-        }
-        Some(n) if n == 0 || n > MAX_SHARDS => {
-            return Err(CliError::usage(format!(
-                "invalid `--shard-count` `{n}`: expected a number of shards from 1 to {MAX_SHARDS}"
-            )))
-        }
-        Some(n) => n,
-    };
+    let shards = shard_count(emit.shard_count)?;
     let image = required_image(emit.image.as_deref(), "the jobs run")?;
     let (claim, mount) = required_volume(
         emit.volume.as_deref(),
         "holds the inputs and where the jobs mount it (`retryctl-sweep:/data`)",
     )?;
-    match (kind, &emit.armada_queue) {
-        (EmitKind::Armada, None) => {
-            return Err(CliError::usage(
-                "`--emit armada` needs `--armada-queue QUEUE`: the Armada queue the jobs are submitted to",
-            ))
-        }
-        (EmitKind::Kubernetes, Some(_)) => {
-            return Err(CliError::usage(
-                "`--armada-queue` is for `--emit armada`: a Kubernetes Job has no queue",
-            ))
-        }
-        _ => {}
+    check_armada_queue(kind, emit.armada_queue.as_deref())?;
+    let job_set = job_set(emit.job_set.as_deref(), invocation, kind, shards)?;
+    if let Some(ns) = &emit.namespace {
+        check_name(ns, 63)
+            .map_err(|why| CliError::usage(format!("invalid `--namespace` `{ns}`: {why}, at most 63 characters")))?;
     }
-    let job_set = match &emit.job_set {
+    let resources = parse_requests(emit.requests.as_deref().unwrap_or("cpu=1,memory=1Gi"))?;
+    let given = |name: &str| invocation.flags.iter().find(|f| f.name == name);
+    let lookout = given("lookout-db").is_some();
+    let dsn_secret = dsn_secret(emit.dsn_secret.as_deref(), lookout)?;
+    refuse_flags(invocation, lookout)?;
+    let merge_format = given("output").and_then(|f| f.values.first().cloned());
+    let Words {
+        shard_words,
+        result,
+        inputs,
+    } = shard_words(invocation, &mount)?;
+    let result = result.unwrap_or_else(|| default_result(merge_format.as_deref(), &mount));
+    check_result(&result, &mount, shards, &inputs)?;
+    let contention_sharded = contention_sharded(invocation);
+    Ok(Plan {
+        kind,
+        command: invocation.command.clone(),
+        shards,
+        image,
+        claim,
+        mount,
+        armada_queue: emit.armada_queue.clone(),
+        job_set,
+        namespace: emit.namespace.clone(),
+        resources,
+        dsn_secret,
+        shard_words,
+        merge_format,
+        result,
+        contention_sharded,
+    })
+}
+
+/// `--shard-count`: given, from 1 to [`MAX_SHARDS`].
+fn shard_count(count: Option<u64>) -> Result<u64, CliError> {
+    match count {
+        None => Err(CliError::usage(
+            "`--emit` needs `--shard-count N`: how many shards to split the command into",
+        )),
+        Some(n) if n == 0 || n > MAX_SHARDS => Err(CliError::usage(format!(
+            "invalid `--shard-count` `{n}`: expected a number of shards from 1 to {MAX_SHARDS}"
+        ))),
+        Some(n) => Ok(n),
+    }
+}
+
+/// `--armada-queue`: given with `--emit armada`, and only with it.
+fn check_armada_queue(kind: EmitKind, queue: Option<&str>) -> Result<(), CliError> {
+    match (kind, queue) {
+        (EmitKind::Armada, None) => Err(CliError::usage(
+            "`--emit armada` needs `--armada-queue QUEUE`: the Armada queue the jobs are submitted to",
+        )),
+        (EmitKind::Kubernetes, Some(_)) => Err(CliError::usage(
+            "`--armada-queue` is for `--emit armada`: a Kubernetes Job has no queue",
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// The job set (`--emit-job-set`, else `retryctl-COMMAND`), a name Kubernetes can give
+/// every shard's pod.
+fn job_set(name: Option<&str>, invocation: &Invocation, kind: EmitKind, shards: u64) -> Result<String, CliError> {
+    let job_set = match name {
         Some(name) => {
             check_name(name, 57).map_err(|why| {
                 CliError::usage(format!(
                     "invalid `--emit-job-set` `{name}`: {why}, at most 57 characters (the merge's is NAME-merge)"
                 ))
             })?;
-            name.clone()
+            name.to_string()
         }
         None => format!("retryctl-{}", invocation.command),
     };
@@ -95,32 +138,38 @@ pub fn plan(emit: &EmitArgs, invocation: &Invocation) -> Result<Plan, CliError> 
             63 - 1 - last_index.len()
         )));
     }
-    if let Some(ns) = &emit.namespace {
-        check_name(ns, 63)
-            .map_err(|why| CliError::usage(format!("invalid `--namespace` `{ns}`: {why}, at most 63 characters")))?;
+    Ok(job_set)
+}
+
+/// `--dsn-secret`: given with `--lookout-db`, and only with it.
+fn dsn_secret(secret: Option<&str>, lookout: bool) -> Result<Option<(String, String)>, CliError> {
+    match (secret, lookout) {
+        (Some(s), true) => Ok(Some(parse_secret(s)?)),
+        (Some(_), false) => Err(CliError::usage(
+            "`--dsn-secret` is for `--lookout-db`: without it the jobs read no database",
+        )),
+        (None, true) => Err(CliError::usage(
+            "`--emit` with `--lookout-db` needs `--dsn-secret NAME[:KEY]`: the DSN is never written into the documents, the jobs read it from that Secret",
+        )),
+        (None, false) => Ok(None),
     }
-    let resources = parse_requests(emit.requests.as_deref().unwrap_or("cpu=1,memory=1Gi"))?;
-    let given = |name: &str| invocation.flags.iter().find(|f| f.name == name);
-    let lookout = given("lookout-db").is_some();
-    let dsn_secret = match (&emit.dsn_secret, lookout) {
-        (Some(s), true) => Some(parse_secret(s)?),
-        (Some(_), false) => {
-            return Err(CliError::usage(
-                "`--dsn-secret` is for `--lookout-db`: without it the jobs read no database",
-            ))
-        }
-        (None, true) => {
-            return Err(CliError::usage(
-                "`--emit` with `--lookout-db` needs `--dsn-secret NAME[:KEY]`: the DSN is never written into the documents, the jobs read it from that Secret",
-            ))
-        }
-        (None, false) => None,
-    };
-    refuse_flags(invocation, lookout)?;
-    let merge_format = given("output").and_then(|f| f.values.first().cloned());
+}
+
+/// The shards' command line as the containers run it.
+struct Words {
+    /// The words after the subcommand, `$` escaped.
+    shard_words: Vec<String>,
+    /// `--output-file`, as the containers see it.
+    result: Option<String>,
+    /// (flag, path in the containers) of every input path.
+    inputs: Vec<(String, String)>,
+}
+
+/// The shards' words: every flag but those the shards and the merge set themselves, each
+/// path as the containers see it under `mount`, the DSN as the Secret's variable.
+fn shard_words(invocation: &Invocation, mount: &str) -> Result<Words, CliError> {
     let mut shard_words = Vec::new();
     let mut result = None;
-    // (flag, path in the containers) of every input path.
     let mut inputs: Vec<(String, String)> = Vec::new();
     for flag in &invocation.flags {
         match flag.name.as_str() {
@@ -128,7 +177,7 @@ pub fn plan(emit: &EmitArgs, invocation: &Invocation) -> Result<Plan, CliError> 
             "output" => continue,
             "output-file" => {
                 let value = flag.values.first().map(String::as_str).unwrap_or_default();
-                result = Some(container_path(&mount, "output-file", value)?);
+                result = Some(container_path(mount, "output-file", value)?);
                 continue;
             }
             "lookout-db" => {
@@ -147,7 +196,7 @@ pub fn plan(emit: &EmitArgs, invocation: &Invocation) -> Result<Plan, CliError> 
                 .map(|v| match (flag.name.as_str(), v.as_str()) {
                     // A word, not a path (`--baseline-categorizer recorded`).
                     ("baseline-categorizer", "recorded") => Ok(v.clone()),
-                    _ => container_path(&mount, &flag.name, v),
+                    _ => container_path(mount, &flag.name, v),
                 })
                 .collect::<Result<Vec<_>, _>>()?;
             inputs.extend(values.iter().map(|v| (flag.name.clone(), v.clone())));
@@ -157,44 +206,38 @@ pub fn plan(emit: &EmitArgs, invocation: &Invocation) -> Result<Plan, CliError> 
         };
         shard_words.extend(flag.words(&values).iter().map(|w| escape(w)));
     }
-    let result = result.unwrap_or_else(|| {
-        let ext = match merge_format.as_deref() {
-            None | Some("table") => "txt",
-            Some("markdown") => "md",
-            // `suggest -o policy`: the proposed documents.
-            Some("policy") => "yaml",
-            Some(other) => other,
-        };
-        format!("{mount}/result.{ext}")
-    });
-    check_result(&result, &mount, shards, &inputs)?;
-    // `suggest` compares in its merge, over the whole history: its section is there. The
-    // others' shards leave it out unless `--contention off` already did (`on` is refused
-    // before: its command's check runs first); the last occurrence is the one clap keeps.
+    Ok(Words {
+        shard_words,
+        result,
+        inputs,
+    })
+}
+
+/// Where the merge writes its result without `--output-file`: `result.EXT` on the volume,
+/// EXT the merge's `-o`.
+fn default_result(merge_format: Option<&str>, mount: &str) -> String {
+    let ext = match merge_format {
+        None | Some("table") => "txt",
+        Some("markdown") => "md",
+        // `suggest -o policy`: the proposed documents.
+        Some("policy") => "yaml",
+        Some(other) => other,
+    };
+    format!("{mount}/result.{ext}")
+}
+
+/// Whether the shards leave the contention section out. `suggest` compares in its merge,
+/// over the whole history: its section is there. The others' shards leave it out unless
+/// `--contention off` already did (`on` is refused before: its command's check runs first);
+/// the last occurrence is the one clap keeps.
+fn contention_sharded(invocation: &Invocation) -> bool {
     let off = invocation
         .flags
         .iter()
         .rev()
         .find(|f| f.name == "contention")
         .is_some_and(|f| f.values == ["off"]);
-    let contention_sharded = invocation.command != "suggest" && !off;
-    Ok(Plan {
-        kind,
-        command: invocation.command.clone(),
-        shards,
-        image,
-        claim,
-        mount,
-        armada_queue: emit.armada_queue.clone(),
-        job_set,
-        namespace: emit.namespace.clone(),
-        resources,
-        dsn_secret,
-        shard_words,
-        merge_format,
-        result,
-        contention_sharded,
-    })
+    invocation.command != "suggest" && !off
 }
 
 /// The flags a sharded run cannot carry.

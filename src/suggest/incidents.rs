@@ -1,8 +1,8 @@
 //! Incidents in suggest (docs/reference/suggest.md "Incidents"), once pass 1 has found the
 //! windows and their kinds (`replay::incidents`): what each job with a failed run in a
 //! window adds to the windows' listing, and what leaving an incident's runs out takes out of pass 1's counts
-//! ([`Again`], a worker's unit of jobs read again, folded in any order: every part is a sum);
-//! then the counts without them ([`Again::leave_out`]), and the proposal's marks that the
+//! ([`InWindows`], a worker's unit of jobs read again, folded in any order: every part is a sum);
+//! then the counts without them ([`InWindows::leave_out`]), and the proposal's marks that the
 //! windows call for ([`Sensitive`], [`short_backoff`]). A burst's or a surge's runs are
 //! listed and learned from.
 //!
@@ -161,7 +161,7 @@ fn entry<'m, V: Default>(map: &'m mut Map<V>, key: &str) -> &'m mut V {
 
 /// A worker's unit of jobs read again: the windows' listings and what the learning loses.
 #[derive(Debug, Default)]
-pub struct Again {
+pub struct InWindows {
     pub listed: Vec<Listed>,
     /// Each window's signatures, as they are counted ([`Listed::signatures`] at the end).
     counting: Vec<Counting>,
@@ -184,7 +184,7 @@ fn less(t: &mut Tally, o: Tally) {
     t.successes = t.successes.saturating_sub(o.successes).min(t.trials);
 }
 
-impl Again {
+impl InWindows {
     /// One job read again: listed in every window one of its failed runs ends in; with
     /// `learned` (a job pass 1 learned from), what its runs in an incident (`leave[w]`) take
     /// out of the learning. `collided`: per run, whether its next run was a collided retry
@@ -270,7 +270,7 @@ impl Again {
     }
 
     /// Adds another unit's.
-    pub fn merge(&mut self, o: Again) {
+    pub fn merge(&mut self, o: InWindows) {
         if self.listed.len() < o.listed.len() {
             self.listed.resize_with(o.listed.len(), Listed::default);
             self.counting.resize_with(o.listed.len(), Counting::default);
@@ -497,7 +497,7 @@ mod tests {
         // A window over minutes 0–10: each job's first failure (depth 1, followed by a
         // failure on another node) is in it.
         let windows = Windows(vec![Window::given(Timestamp(0), Timestamp(10 * 60_000_000_000))]);
-        let mut again = Again::default();
+        let mut again = InWindows::default();
         for h in &jobs {
             again.add_job(h, &windows, &[true], (true, &learned), &[false; 3]);
         }
@@ -528,7 +528,7 @@ mod tests {
         let mut learned = learned_of(&jobs);
         let before = (learned.signatures[0].trials, learned.nodes["n1"].failed);
         let windows = Windows(vec![Window::given(Timestamp(0), Timestamp(10 * 60_000_000_000))]);
-        let mut again = Again::default();
+        let mut again = InWindows::default();
         for h in &jobs {
             again.add_job(h, &windows, &[false], (true, &learned), &[false; 3]);
         }

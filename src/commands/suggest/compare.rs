@@ -11,7 +11,9 @@ use std::io::{self, Write};
 use std::path::PathBuf;
 
 use crate::app::Context;
+use crate::commands::replay::checks::{backtest_refusal, said_of_the_shards, shards_backtest_refusal};
 use crate::commands::replay::lookout::{history_named, no_job};
+use crate::commands::replay::sides::{ReplaySpec, Sides};
 use crate::commands::replay::source::FileSource;
 use crate::commands::replay::spool::{cannot_read_back, SpoolFile};
 use crate::engine::JobReport;
@@ -32,16 +34,25 @@ use crate::suggest::check::RuleCheck;
 use crate::suggest::queues::ByQueue;
 use crate::suggest::verdict::{judge_letting_run, Judged, Judgement, Later, LetRun, Queues};
 
+use super::given::{History, Suggest, NOTHING};
 use super::learn::{spool_test, Pass1};
-use super::{History, Suggest, NOTHING};
 
-/// The two sides pass 2 replays, and the format its comparisons are captured in.
+/// The two sides pass 2 replays, what it reads, and the format its comparisons are captured
+/// in.
 pub(super) struct Pass2<'a> {
     /// The baseline and the proposal.
     pub sets: &'a OneCandidate,
     pub format: Format,
     /// The incident windows pass 1 found: the estimates' rates leave their trials out.
     pub incidents: Windows,
+    /// The sides as resolved: how the history's files are read again, whether the baseline
+    /// explains the record, the flags of the replay.
+    pub sides: &'a Sides,
+    /// `--skip-invalid`: entries not replayed are counted and said.
+    pub skip_invalid: bool,
+    /// What pass 2 reads ([`histories`]), of pass 1's copies.
+    pub histories: &'a Histories,
+    pub pass: &'a Pass1,
 }
 
 /// The histories pass 2 reads: the whole history (pass 1's copy, or a merge's files read
@@ -70,135 +81,163 @@ enum Whole {
     Files(PathBuf),
 }
 
-impl Suggest {
-    /// The refusals pass 1's counts call for, before anything is printed (a history changed
-    /// since pass 1 read it; jobs without `submittedAt`; nothing replayed; `--backtest-at`
-    /// leaving one side empty).
-    pub(super) fn after_pass1(&self, ctx: &mut Context, pass: &mut Pass1) -> anyhow::Result<()> {
-        let learning = &pass.learning;
-        // Stopped before pass 2, which would have said why each unreadable entry was not
-        // read: said here, before the error (as `simulate` says it).
-        let nothing_replayed = learning.train_jobs + learning.test_jobs == 0 && !self.allow_empty;
-        let one_side = self.sides.spec.backtest_at.is_some() && (learning.train_jobs == 0 || learning.test_jobs == 0);
-        if learning.not_submitted.is_some() || nothing_replayed || one_side {
-            ctx.err.write_all(&pass.unsaid)?;
-        }
-        let at = self.sides.spec.backtest_text();
-        if let Some((jobs, first)) = learning.not_submitted.clone() {
-            return Err(self.backtest_refused(&NoAnswer::NotSubmitted { jobs, first }, at));
-        }
-        if nothing_replayed {
-            // No entry at all (a merge's shards all empty): an empty history, in its words.
-            if let (0, History::File(history)) = (learning.errors, &self.history) {
-                return Err(no_job(&history_named(history), None, NOTHING).into());
-            }
-            return Err(CliError::invalid(format!(
-                "no job could be replayed ({} not read): there is nothing to learn from",
-                crate::engine::job_report::plural(learning.errors, "entry", "entries")
-            ))
-            .into());
-        }
-        if one_side {
-            let one = CliError::usage(format!(
-                "`--backtest-at {at}` leaves {} jobs to learn from and {} to test on: both need at least one",
-                learning.train_jobs, learning.test_jobs
-            ))
-            .with_hint("pick a time between the first and the last submission");
-            return Err(self.refused(
-                one,
-                "run the shards again with a `--backtest-at` between the first and the last submission",
-            ));
-        }
-        Ok(())
+/// The refusals pass 1's counts call for, before anything is printed (a history changed
+/// since pass 1 read it; jobs without `submittedAt`; nothing replayed; `--backtest-at`
+/// leaving one side empty).
+pub(super) fn after_pass1(ctx: &mut Context, s: &Suggest, pass: &mut Pass1) -> anyhow::Result<()> {
+    let learning = &pass.learning;
+    // Stopped before pass 2, which would have said why each unreadable entry was not
+    // read: said here, before the error (as `simulate` says it).
+    let nothing_replayed = learning.train_jobs + learning.test_jobs == 0 && !s.allow_empty;
+    let one_side = s.sides.spec.backtest_at.is_some() && (learning.train_jobs == 0 || learning.test_jobs == 0);
+    if learning.not_submitted.is_some() || nothing_replayed || one_side {
+        ctx.err.write_all(&pass.unsaid)?;
     }
-
-    /// The estimates' backtest at `--backtest-at`, its rates without the incident windows
-    /// `detected` (as pass 2's), refused (no trials on a side) as `simulate --backtest-at`
-    /// refuses it.
-    pub(super) fn backtest_estimates(&self, pass: &mut Pass1, detected: &Detected) -> anyhow::Result<Option<Backtest>> {
-        let Some(backtest_at) = self.sides.spec.backtest_time() else {
-            return Ok(None);
-        };
-        let options = Options {
-            backtest_at: Some(backtest_at),
-            shard: None,
-            explain: false,
-            incidents: self.sides.spec.look().clone(),
-            contention: false,
-            contention_sharded: false,
-        };
-        let finished = std::mem::take(&mut pass.learning.trials)
-            .finish_with(&options, Some(detected))
-            .map_err(|e| self.backtest_refused(&e, self.sides.spec.backtest_text()))?;
-        Ok(finished.backtest)
+    let at = s.sides.spec.backtest_text();
+    if let Some((jobs, first)) = learning.not_submitted.clone() {
+        return Err(backtest_refused(s.merged, &NoAnswer::NotSubmitted { jobs, first }, at));
     }
-
-    /// What pass 2 reads ([`Histories`]), the later jobs copied before anything is printed.
-    pub(super) fn histories(&self, pass: &Pass1, every_queue: bool) -> anyhow::Result<Histories> {
-        let whole = match (&pass.copy, &self.history) {
-            (Some(_), _) => Whole::Copy,
-            (None, History::File(path)) => Whole::Files(path.clone()),
-            (None, History::Lookout(_)) => unreachable!("one process copies its history, a merge reads files"),
-        };
-        let mut histories = Histories {
-            whole,
-            copied: None,
-            every_queue,
-        };
-        // A merge's shards copied no test jobs: they are copied from the history here.
-        if let (Some(at), None) = (self.sides.spec.backtest_time(), &pass.test) {
-            let source = self.open(&histories, pass, Read::Whole)?;
-            histories.copied = Some(spool_test(source, at, &pass.places)?);
+    if nothing_replayed {
+        // No entry at all (a merge's shards all empty): an empty history, in its words.
+        if let (0, History::File(history)) = (learning.errors, &s.history) {
+            return Err(no_job(&history_named(history), None, NOTHING).into());
         }
-        Ok(histories)
+        return Err(CliError::invalid(format!(
+            "no job could be replayed ({} not read): there is nothing to learn from",
+            crate::engine::job_report::plural(learning.errors, "entry", "entries")
+        ))
+        .into());
     }
+    if one_side {
+        let one = CliError::usage(format!(
+            "`--backtest-at {at}` leaves {} jobs to learn from and {} to test on: both need at least one",
+            learning.train_jobs, learning.test_jobs
+        ))
+        .with_hint("pick a time between the first and the last submission");
+        return Err(refused(
+            s.merged,
+            one,
+            "run the shards again with a `--backtest-at` between the first and the last submission",
+        ));
+    }
+    Ok(())
+}
 
-    /// What pass 2 reads as `read`: a copy of pass 1's, or the files again (with the
-    /// command's scheduler config and overrides).
-    pub(super) fn open(&self, histories: &Histories, pass: &Pass1, read: Read) -> anyhow::Result<Again> {
-        let copy = match (read, &histories.whole) {
-            (Read::Test, _) => pass.test.as_ref().or(histories.copied.as_ref()),
-            (Read::Whole, Whole::Copy) => pass.copy.as_ref(),
-            (Read::Whole, Whole::Files(path)) => {
-                // Pass 2 replays the jobs pass 1 learned from: `--queue`'s alone (their
-                // count said once, after pass 1's source).
-                let files = FileSource::open(&self.sides, path)?.files;
-                return Ok(Either::Right(match histories.every_queue {
-                    true => files.only(None),
-                    false => files,
-                }));
-            }
-        };
-        let Some(copy) = copy else {
-            unreachable!("a history pass 2 reads is copied or read again")
-        };
-        let copy = copy
-            .reader()
-            .and_then(|f| Copy::open(f, &pass.places, pass.bulk))
-            .map_err(cannot_read_back)?;
-        // The copy holds every queue's jobs. Their own filter: pass 1 counted and said those
-        // of other queues.
-        let queue = match histories.every_queue {
-            true => None,
-            false => pass.queue.as_ref().map(|q| OneQueue::new(q.name())),
-        };
-        Ok(Either::Left(copy.only(queue)))
+/// A refusal of `--backtest-at` after pass 1: one process's; a merge's in the same words
+/// said of the shards' flag (merge itself was given none), with what to do: `again`.
+fn refused(merged: bool, one: CliError, again: &str) -> anyhow::Error {
+    if merged { said_of_the_shards(one, again) } else { one }.into()
+}
+
+/// `--backtest-at` without an answer from pass 1's counts, as `simulate` (or, merged,
+/// `merge`) says it.
+fn backtest_refused(merged: bool, e: &NoAnswer, at: &str) -> anyhow::Error {
+    if merged {
+        shards_backtest_refusal(e, at)
+    } else {
+        backtest_refusal(e, at)
+    }
+    .into()
+}
+
+/// The estimates' backtest at `--backtest-at`, its rates without the incident windows
+/// `detected` (as pass 2's), refused (no trials on a side) as `simulate --backtest-at`
+/// refuses it (`merged`: as a merge refuses it).
+pub(super) fn backtest_estimates(
+    pass: &mut Pass1,
+    detected: &Detected,
+    spec: &ReplaySpec,
+    merged: bool,
+) -> anyhow::Result<Option<Backtest>> {
+    let Some(backtest_at) = spec.backtest_time() else {
+        return Ok(None);
+    };
+    let options = Options {
+        backtest_at: Some(backtest_at),
+        shard: None,
+        explain: false,
+        incidents: spec.look().clone(),
+        contention: false,
+        contention_sharded: false,
+    };
+    let finished = std::mem::take(&mut pass.learning.trials)
+        .finish_with(&options, Some(detected))
+        .map_err(|e| backtest_refused(merged, &e, spec.backtest_text()))?;
+    Ok(finished.backtest)
+}
+
+/// What pass 2 reads ([`Histories`]), the later jobs copied before anything is printed.
+pub(super) fn histories(
+    pass: &Pass1,
+    every_queue: bool,
+    sides: &Sides,
+    history: &History,
+) -> anyhow::Result<Histories> {
+    let whole = match (&pass.copy, history) {
+        (Some(_), _) => Whole::Copy,
+        (None, History::File(path)) => Whole::Files(path.clone()),
+        (None, History::Lookout(_)) => unreachable!("one process copies its history, a merge reads files"),
+    };
+    let mut histories = Histories {
+        whole,
+        copied: None,
+        every_queue,
+    };
+    // A merge's shards copied no test jobs: they are copied from the history here.
+    if let (Some(at), None) = (sides.spec.backtest_time(), &pass.test) {
+        let source = open(&histories, pass, Read::Whole, sides)?;
+        histories.copied = Some(spool_test(source, at, &pass.places)?);
+    }
+    Ok(histories)
+}
+
+/// What pass 2 reads as `read`: a copy of pass 1's, or the files again (with the
+/// command's scheduler config and overrides).
+fn open(histories: &Histories, pass: &Pass1, read: Read, sides: &Sides) -> anyhow::Result<Again> {
+    let copy = match (read, &histories.whole) {
+        (Read::Test, _) => pass.test.as_ref().or(histories.copied.as_ref()),
+        (Read::Whole, Whole::Copy) => pass.copy.as_ref(),
+        (Read::Whole, Whole::Files(path)) => {
+            // Pass 2 replays the jobs pass 1 learned from: `--queue`'s alone (their
+            // count said once, after pass 1's source).
+            let files = FileSource::open(sides, path)?.files;
+            return Ok(Either::Right(match histories.every_queue {
+                true => files.only(None),
+                false => files,
+            }));
+        }
+    };
+    let Some(copy) = copy else {
+        unreachable!("a history pass 2 reads is copied or read again")
+    };
+    let copy = copy
+        .reader()
+        .and_then(|f| Copy::open(f, &pass.places, pass.bulk))
+        .map_err(cannot_read_back)?;
+    // The copy holds every queue's jobs. Their own filter: pass 1 counted and said those
+    // of other queues.
+    let queue = match histories.every_queue {
+        true => None,
+        false => pass.queue.as_ref().map(|q| OneQueue::new(q.name())),
+    };
+    Ok(Either::Left(copy.only(queue)))
+}
+
+impl Pass2<'_> {
+    /// What pass 2 reads as `read` (see [`open`]).
+    pub(super) fn open(&self, read: Read) -> anyhow::Result<Again> {
+        open(self.histories, self.pass, read, self.sides)
     }
 
     /// The proposal against the baseline over `path`, written as the `comparison` member of
     /// `doc` and captured for the verdict; `check`: the proposal's rules checked on the
     /// candidate's decision records (the whole history), whose messages go to stderr (the
     /// later jobs' were said already).
-    // Each argument is a part of the pass the caller already holds apart (the stream, the
-    // document, the sides, the source, the checks); a struct of them would be built for
-    // this one call.
-    #[allow(clippy::too_many_arguments)]
     pub(super) fn compare(
         &self,
         (err, style): (&mut dyn Write, Style),
         doc: &mut view::Doc,
         out: &mut dyn Write,
-        side: &Pass2<'_>,
         source: Again,
         check: Option<&RuleCheck>,
         by_queue: Option<&ByQueue>,
@@ -207,7 +246,7 @@ impl Suggest {
             backtest_at: None,
             shard: None,
             explain: self.sides.baseline.explains(),
-            incidents: Look::known(side.incidents.clone()),
+            incidents: Look::known(self.incidents.clone()),
             // The whole history's comparison (the one whose rules are checked) says the
             // contention; the backtest's later jobs' does not.
             contention: self.sides.spec.contention && check.is_some(),
@@ -217,10 +256,10 @@ impl Suggest {
         let mut quiet = io::sink();
         let stderr = match check {
             Some(_) => Stderr::new(err, style, None, self.sides.spec.sides.retry_policies.is_some())
-                .skipping(self.run.skip_invalid),
+                .skipping(self.skip_invalid),
             None => Stderr::new(&mut quiet, style, None, false),
         };
-        let mut sink = view::CaptureSink::new(side.format, &mut out, stderr);
+        let mut sink = view::CaptureSink::new(self.format, &mut out, stderr);
         // The proposal's rules are checked on the learned queue's jobs (other queues' jobs
         // replay under their own policies); every queue's are counted apart.
         let learned = self.sides.spec.queue.as_deref();
@@ -235,7 +274,7 @@ impl Suggest {
         let inspect = check.is_some() || by_queue.is_some();
         let done = compare_inspected(
             source,
-            side.sets,
+            self.sets,
             &options,
             Out::Sink(&mut sink),
             inspect.then_some(&look as _),
@@ -251,19 +290,19 @@ impl Suggest {
     }
 
     /// The baseline's own expected GPU-hours over its Pending jobs of `path`: a plain replay.
-    pub(super) fn pending_gpu_hours(&self, style: Style, side: &Pass2<'_>, source: Again) -> anyhow::Result<f64> {
+    pub(super) fn pending_gpu_hours(&self, style: Style, source: Again) -> anyhow::Result<f64> {
         let options = Options {
             backtest_at: None,
             shard: None,
             explain: false,
-            incidents: Look::known(side.incidents.clone()),
+            incidents: Look::known(self.incidents.clone()),
             contention: false,
             contention_sharded: false,
         };
         let (mut quiet, mut nothing) = (io::sink(), io::sink());
         let stderr = Stderr::new(&mut quiet, style, None, false);
         let mut sink = view::CaptureSink::new(None, &mut nothing, stderr);
-        replay(source, &side.sets.baseline, &options, Out::Sink(&mut sink))?;
+        replay(source, &self.sets.baseline, &options, Out::Sink(&mut sink))?;
         Ok(sink.pending_gpu_hours())
     }
 }

@@ -14,12 +14,14 @@ use crate::replay::incidents::{Detected, Kind, Rule, Window, Windows};
 use crate::replay::parallel::{for_each_in_units, Emitted};
 use crate::replay::source::copy::{Again as Read, Copy};
 use crate::replay::source::Either;
-use crate::suggest::incidents::{Again, Found};
+use crate::suggest::incidents::{Found, InWindows};
 use crate::suggest::learn::collisions;
 use crate::suggest::stats::SignatureStats;
 
+use crate::commands::replay::sides::{ReplaySpec, Sides};
+
+use super::given::History;
 use super::learn::Pass1;
-use super::{History, Suggest};
 
 /// Blocks of the source a worker's unit holds (as pass 1's).
 const UNIT_BLOCKS: usize = 2;
@@ -38,116 +40,124 @@ pub(super) struct Incidents {
 /// A worker's unit of the jobs read again.
 #[derive(Default)]
 struct Acc {
-    again: Again,
+    again: InWindows,
     collided: Vec<bool>,
 }
 
-impl Suggest {
-    /// The windows, and when there are some what they hold, taken out of `pass`'s learning.
-    pub(super) fn incidents(&self, pass: &mut Pass1, baseline: &Simulator) -> anyhow::Result<Incidents> {
-        let setting = &self.sides.spec.incidents;
-        let detected = match setting.detect {
-            true => self.detect(pass),
-            false => Detected::given(&setting.given_windows()),
-        };
-        // Every window, of every kind, in time order (none overlaps another), and whether its
-        // runs are left out.
-        let mut all: Vec<(Window, Kind)> = detected.windows.iter().map(|w| (*w, Kind::Incident)).collect();
-        all.extend(detected.busy.iter().cloned());
-        all.sort_by_key(|(w, _)| w.from);
-        if all.is_empty() {
-            return Ok(Incidents {
-                detected,
-                ..Incidents::default()
-            });
-        }
-        let leave: Vec<bool> = all.iter().map(|(_, k)| k.is_incident()).collect();
-        let learned = &pass.learning.learned;
-        let with: Vec<SignatureStats> = learned
-            .signatures
-            .iter()
-            .chain(learned.other.as_ref())
-            .cloned()
-            .collect();
-        let windows = Windows(all.iter().map(|(w, _)| *w).collect());
-        let mut total = Again::default();
-        let at = self.sides.spec.backtest_time();
-        let queue = self.sides.spec.queue.as_deref();
-        let slots = &pass.learning.learned;
-        let work = |acc: &mut Acc, job: crate::replay::Decoded<'_>| -> Result<(), String> {
-            let h = &*job.history;
-            // What pass 1 learned from: `--queue`'s jobs, submitted before `--backtest-at`.
-            let ours = queue.is_none_or(|q| h.job.queue.as_deref() == Some(q));
-            let test = at.zip(h.job.submitted_at).is_some_and(|(at, s)| s >= at);
-            collisions(h, baseline, &mut acc.collided);
-            acc.again
-                .add_job(h, &windows, &leave, (ours && !test, slots), &acc.collided);
-            Ok(())
-        };
-        for_each_in_units(self.every_job(pass, &windows)?, None, UNIT_BLOCKS, work, |e| {
+/// The windows, and when there are some what they hold, taken out of `pass`'s learning
+/// (`history`: a merge's, read again).
+pub(super) fn incidents(
+    pass: &mut Pass1,
+    baseline: &Simulator,
+    sides: &Sides,
+    history: &History,
+) -> anyhow::Result<Incidents> {
+    let setting = &sides.spec.incidents;
+    let detected = match setting.detect {
+        true => detect(pass, &sides.spec),
+        false => Detected::given(&setting.given_windows()),
+    };
+    // Every window, of every kind, in time order (none overlaps another), and whether its
+    // runs are left out.
+    let mut all: Vec<(Window, Kind)> = detected.windows.iter().map(|w| (*w, Kind::Incident)).collect();
+    all.extend(detected.busy.iter().cloned());
+    all.sort_by_key(|(w, _)| w.from);
+    if all.is_empty() {
+        return Ok(Incidents {
+            detected,
+            ..Incidents::default()
+        });
+    }
+    let leave: Vec<bool> = all.iter().map(|(_, k)| k.is_incident()).collect();
+    let learned = &pass.learning.learned;
+    let with: Vec<SignatureStats> = learned
+        .signatures
+        .iter()
+        .chain(learned.other.as_ref())
+        .cloned()
+        .collect();
+    let windows = Windows(all.iter().map(|(w, _)| *w).collect());
+    let mut total = InWindows::default();
+    let at = sides.spec.backtest_time();
+    let queue = sides.spec.queue.as_deref();
+    let slots = &pass.learning.learned;
+    let work = |acc: &mut Acc, job: crate::replay::Decoded<'_>| -> Result<(), String> {
+        let h = &*job.history;
+        // What pass 1 learned from: `--queue`'s jobs, submitted before `--backtest-at`.
+        let ours = queue.is_none_or(|q| h.job.queue.as_deref() == Some(q));
+        let test = at.zip(h.job.submitted_at).is_some_and(|(at, s)| s >= at);
+        collisions(h, baseline, &mut acc.collided);
+        acc.again
+            .add_job(h, &windows, &leave, (ours && !test, slots), &acc.collided);
+        Ok(())
+    };
+    for_each_in_units(
+        every_job(pass, &windows, sides, history)?,
+        None,
+        UNIT_BLOCKS,
+        work,
+        |e| {
             if let Emitted::Unit(acc, _) = e {
                 total.merge(acc.again);
             }
             Ok(true)
-        })?;
-        let listed = total.leave_out(&mut pass.learning.learned, windows.len());
-        let left_out = pass
-            .learning
-            .learned
-            .signatures
-            .iter()
-            .chain(pass.learning.learned.other.as_ref())
-            .map(|s| s.in_incidents)
-            .sum();
-        let (mut windows, mut busy) = (Vec::new(), Vec::new());
-        for ((w, kind), l) in all.into_iter().zip(listed) {
-            match kind {
-                Kind::Incident => windows.push((w, l)),
-                kind => busy.push((w, kind, l)),
-            }
+        },
+    )?;
+    let listed = total.leave_out(&mut pass.learning.learned, windows.len());
+    let left_out = pass
+        .learning
+        .learned
+        .signatures
+        .iter()
+        .chain(pass.learning.learned.other.as_ref())
+        .map(|s| s.in_incidents)
+        .sum();
+    let (mut windows, mut busy) = (Vec::new(), Vec::new());
+    for ((w, kind), l) in all.into_iter().zip(listed) {
+        match kind {
+            Kind::Incident => windows.push((w, l)),
+            kind => busy.push((w, kind, l)),
         }
-        let in_windows = windows.iter().map(|(_, l)| l.failed_runs).sum();
-        let found = Found {
-            windows,
-            busy,
-            lambda: detected.lambda,
-            tests: detected.tests,
-            left_out,
-            failed_runs: pass.learning.learned.failed_runs,
-            in_windows,
-        };
-        Ok(Incidents {
-            detected,
-            found: Some(found),
-            with: Some(with),
-        })
     }
+    let in_windows = windows.iter().map(|(_, l)| l.failed_runs).sum();
+    let found = Found {
+        windows,
+        busy,
+        lambda: detected.lambda,
+        tests: detected.tests,
+        left_out,
+        failed_runs: pass.learning.learned.failed_runs,
+        in_windows,
+    };
+    Ok(Incidents {
+        detected,
+        found: Some(found),
+        with: Some(with),
+    })
+}
 
-    /// The windows pass 1's counts find, of every kind (the unusual ones' kinds told by the
-    /// mix pass 1 gathered of every failing job), merged with the windows given.
-    fn detect(&self, pass: &Pass1) -> Detected {
-        pass.learning
-            .detector
-            .detect(Rule::default(), &self.sides.spec.incidents.given)
-    }
+/// The windows pass 1's counts find, of every kind (the unusual ones' kinds told by the
+/// mix pass 1 gathered of every failing job), merged with the windows given.
+fn detect(pass: &Pass1, spec: &ReplaySpec) -> Detected {
+    pass.learning.detector.detect(Rule::default(), &spec.incidents.given)
+}
 
-    /// The jobs pass 1 read, every queue's, with a failed run that may have ended in
-    /// `windows`: from its copy (the other jobs' records skipped unread), or a merge's
-    /// history read again (every job: `Again` leaves the others out).
-    fn every_job(&self, pass: &Pass1, windows: &Windows) -> anyhow::Result<Read> {
-        if let Some(copy) = &pass.copy {
-            let copy = copy
-                .reader()
-                .and_then(|f| Copy::open(f, &pass.places, pass.bulk))
-                .map_err(cannot_read_back)?
-                .only(None);
-            return Ok(Either::Left(copy.touching(windows.clone())));
-        }
-        let History::File(path) = &self.history else {
-            unreachable!("one process copies its history, a merge reads files")
-        };
-        Ok(Either::Right(FileSource::open(&self.sides, path)?.files.only(None)))
+/// The jobs pass 1 read, every queue's, with a failed run that may have ended in
+/// `windows`: from its copy (the other jobs' records skipped unread), or a merge's
+/// history read again (every job: `InWindows` leaves the others out).
+fn every_job(pass: &Pass1, windows: &Windows, sides: &Sides, history: &History) -> anyhow::Result<Read> {
+    if let Some(copy) = &pass.copy {
+        let copy = copy
+            .reader()
+            .and_then(|f| Copy::open(f, &pass.places, pass.bulk))
+            .map_err(cannot_read_back)?
+            .only(None);
+        return Ok(Either::Left(copy.touching(windows.clone())));
     }
+    let History::File(path) = history else {
+        unreachable!("one process copies its history, a merge reads files")
+    };
+    Ok(Either::Right(FileSource::open(sides, path)?.files.only(None)))
 }
 
 /// The windows known after pass 1, for pass 2's estimates.

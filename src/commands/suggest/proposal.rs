@@ -21,15 +21,28 @@ use crate::model::validate::name_reason;
 use crate::model::Action;
 use crate::model::Resource;
 use crate::output::suggest as view;
-use crate::suggest::documents::{self, Documented, Settings, Upstream};
+use crate::suggest::documents::{self, Documented, PolicySettings, Upstream};
 use crate::suggest::exits::{unsplit, ExitCodes};
+use crate::suggest::propose::Knobs;
 use crate::suggest::propose::{collided_uncategorized, DefaultDecision, Defaults, NoRule, Room, Verdict, DEFAULT};
 use crate::suggest::stats::Learned;
 use crate::suggest::today::{self, Kept};
 
-use crate::commands::replay::sides::{candidate_side, compile, compiled};
+use crate::commands::replay::sides::{candidate_side, compile, compiled, Sides};
 
-use super::Suggest;
+use super::given::deployed;
+use super::run::SuggestRun;
+
+/// What the proposal is made of besides what pass 1 learned: the sides (the baseline's
+/// engine and documents, the deployed categorizer, the scheduler's settings), the run's name
+/// and flags, the knobs, and the baseline's Simulator. Its steps are this file's and
+/// `propose`'s.
+pub(super) struct Proposer<'a> {
+    pub sides: &'a Sides,
+    pub run: &'a SuggestRun,
+    pub knobs: Knobs,
+    pub baseline: &'a Simulator,
+}
 
 /// The proposal as documents, read back through `validate`'s reader, and the Simulator (and
 /// categorizer) that replays it.
@@ -62,20 +75,20 @@ impl Proposal {
     }
 }
 
-impl Suggest {
+impl Proposer<'_> {
     /// The baseline's first policy's settings (the Queue's first with `--queue`), under the
     /// proposal's name.
-    pub(super) fn settings(&self, baseline: &Simulator) -> Settings {
+    pub(super) fn settings(&self) -> PolicySettings {
         let queue_first = self
             .sides
             .spec
             .queue
             .as_deref()
-            .and_then(|q| baseline.queue(q))
+            .and_then(|q| self.baseline.queue(q))
             .and_then(|q| q.retry_policies.first())
-            .and_then(|name| baseline.policies().find(|p| &p.name == name));
-        let first = queue_first.or_else(|| baseline.policies().next());
-        Settings {
+            .and_then(|name| self.baseline.policies().find(|p| &p.name == name));
+        let first = queue_first.or_else(|| self.baseline.policies().next());
+        PolicySettings {
             name: self.run.name.clone(),
             default_action: first.map(|p| p.default_action()),
             retry_limit: first.and_then(|p| p.retry_limit),
@@ -88,16 +101,16 @@ impl Suggest {
 
     /// Today's default, as the proposal's settings take it from the baseline
     /// (`DefaultDecision::today`).
-    pub(super) fn default_today(&self, baseline: &Simulator) -> DefaultDecision {
-        let settings = self.settings(baseline);
+    pub(super) fn default_today(&self) -> DefaultDecision {
+        let settings = self.settings();
         let global = self.sides.settings.applied().global_max_retries;
         DefaultDecision::today(settings.default_action, settings.retry_limit, global)
     }
 
     /// The proposal's settings: today's, with the learned default when it differs
     /// (docs/reference/suggest.md "The policy's defaults").
-    pub(super) fn proposed_settings(&self, baseline: &Simulator, default: &Defaults) -> Settings {
-        let mut settings = self.settings(baseline);
+    pub(super) fn proposed_settings(&self, default: &Defaults) -> PolicySettings {
+        let mut settings = self.settings();
         if let (true, Verdict::Rule(p)) = (default.changes(), &default.verdict) {
             settings.default_action = Some(p.action);
             settings.default_limit = p.limit;
@@ -111,11 +124,12 @@ impl Suggest {
     }
 
     /// The Queue `-o policy` prints with `--queue`.
-    fn queue_document(&self, baseline: &Simulator) -> Option<String> {
+    fn queue_document(&self) -> Option<String> {
         // A name no Queue can have (`check_queue` refuses it with `-o policy`) is no
         // baseline Queue's either: the proposal stands in for every policy without it.
         let name = self.sides.spec.queue.as_deref().filter(|q| name_reason(q).is_none())?;
-        let mut q = baseline
+        let mut q = self
+            .baseline
             .queue(name)
             .cloned()
             .unwrap_or_else(|| crate::model::queue::Queue {
@@ -133,14 +147,14 @@ impl Suggest {
     /// Today's rules the proposal keeps after its own (docs/suggest.md "Today's policy is the
     /// starting point"): the baseline's effective list for `--queue` (else its policies in
     /// order), as its engine reads it.
-    pub(super) fn kept(&self, baseline: &Simulator, learned: &Learned) -> anyhow::Result<Vec<Kept>> {
-        let names: Vec<String> = match self.sides.spec.queue.as_deref().and_then(|q| baseline.queue(q)) {
+    pub(super) fn kept(&self, learned: &Learned) -> anyhow::Result<Vec<Kept>> {
+        let names: Vec<String> = match self.sides.spec.queue.as_deref().and_then(|q| self.baseline.queue(q)) {
             Some(q) => q.retry_policies.clone(),
-            None => baseline.given().to_vec(),
+            None => self.baseline.given().to_vec(),
         };
         let policies: Vec<&crate::model::policy::RetryPolicy> = names
             .iter()
-            .filter_map(|n| baseline.policies().find(|p| &p.name == n))
+            .filter_map(|n| self.baseline.policies().find(|p| &p.name == n))
             .collect();
         let global = self.sides.settings.applied().global_max_retries;
         let decided = today::decided_runs(learned.signatures.iter().chain(learned.other.as_ref()));
@@ -161,7 +175,7 @@ impl Suggest {
     /// The room the documents leave for proposed rules: the policy's after the `kept` rules,
     /// and upstream the categorizer's after the deployed config's categories and rules.
     pub(super) fn room(&self, kept: &[Kept]) -> Room {
-        let upstream = (self.sides.engine == EngineKind::Upstream).then(|| match self.deployed() {
+        let upstream = (self.sides.engine == EngineKind::Upstream).then(|| match deployed(self.sides) {
             Some(d) => {
                 let c = &d.file.config.categories;
                 (c.len(), c.iter().map(|c| c.rules.len()).sum())
@@ -175,16 +189,15 @@ impl Suggest {
     /// get a rule writing today's Retry, and with it a category of their own that deletes
     /// their pods ([`collided_uncategorized`]); with `--keep-categorizer`, after the deployed
     /// ones, and only where none of them takes any of their runs
-    /// ([`Suggest::on_todays_categories`]).
+    /// ([`Proposer::on_todays_categories`]).
     pub(super) fn categories_for_collisions(
         &self,
         verdicts: &mut [(&crate::suggest::stats::SignatureStats, Verdict)],
         rules: &mut Vec<crate::suggest::propose::Proposed>,
         room: Room,
-        baseline: &Simulator,
     ) {
         if self.sides.engine == EngineKind::Upstream {
-            collided_uncategorized(verdicts, rules, room, self.default_today(baseline));
+            collided_uncategorized(verdicts, rules, room, self.default_today());
         }
     }
 
@@ -205,7 +218,7 @@ impl Suggest {
         if self.sides.engine != EngineKind::Upstream {
             return;
         }
-        let deployed = self.deployed().map(|d| &d.file.config.categories);
+        let deployed = deployed(self.sides).map(|d| &d.file.config.categories);
         let deletes =
             |c: &str| deployed.is_none_or(|cs| cs.iter().any(|k| k.name == c && k.action.as_str() == "Delete"));
         let by_text: HashMap<&str, &crate::suggest::stats::SignatureStats> =
@@ -246,13 +259,11 @@ impl Suggest {
         }
     }
 
-    /// The documents of `rules` (within [`Suggest::room`]) and today's `kept` rules after
+    /// The documents of `rules` (within [`Proposer::room`]) and today's `kept` rules after
     /// them, checked by `validate`'s reader, and their Simulator; upstream, the categories in
     /// `collide` (their signatures' retries collide with the pods they keep) deleted.
-    #[allow(clippy::too_many_arguments)] // the documents' inputs, each its own part of the proposal
     pub(super) fn documents(
         &self,
-        baseline: &Simulator,
         learned: &Learned,
         exits: &ExitCodes,
         rules: &[crate::suggest::propose::Proposed],
@@ -260,27 +271,25 @@ impl Suggest {
         default: &Defaults,
         collide: &[String],
     ) -> anyhow::Result<Proposal> {
-        let (text, upstream) = self.written(baseline, learned, exits, rules, &kept, default, collide);
+        let (text, upstream) = self.written(learned, exits, rules, &kept, default, collide);
         // A rule of today's that a rule before it already covers can never match
         // (`validate`'s `shadowed-rule`): written again without it, its comment saying so.
         let file = input::parse_text("<proposal>", &text, None);
-        let shadowed = shadowed_kept(&file, &self.proposed_settings(baseline, default).name, kept.len());
+        let shadowed = shadowed_kept(&file, &self.proposed_settings(default).name, kept.len());
         let (text, upstream) = if shadowed.is_empty() {
             (text, upstream)
         } else {
             for at in shadowed {
                 kept[at].shadowed = true;
             }
-            self.written(baseline, learned, exits, rules, &kept, default, collide)
+            self.written(learned, exits, rules, &kept, default, collide)
         };
-        self.checked(baseline, default, text, upstream, kept)
+        self.checked(default, text, upstream, kept)
     }
 
     /// The documents' text (`documents`' inputs), and upstream the executor's config beside it.
-    #[allow(clippy::too_many_arguments)] // the documents' inputs, each its own part of the proposal
     fn written(
         &self,
-        baseline: &Simulator,
         learned: &Learned,
         exits: &ExitCodes,
         rules: &[crate::suggest::propose::Proposed],
@@ -288,13 +297,13 @@ impl Suggest {
         default: &Defaults,
         collide: &[String],
     ) -> (String, Option<documents::Upstream>) {
-        let settings = self.proposed_settings(baseline, default);
+        let settings = self.proposed_settings(default);
         let documented = self.documented(learned, exits, rules, kept);
         let header = format!(
             "Proposed by `retryctl suggest` from {} jobs ({} failed runs); --min-trials {} --futile {} --max-limit {}.",
             learned.jobs, learned.failed_runs, self.knobs.min_trials, self.knobs.futile, self.knobs.max_limit
         );
-        let queue = self.queue_document(baseline);
+        let queue = self.queue_document();
         let (mut text, upstream) = match self.sides.engine {
             EngineKind::Design => (documents::design_policy(&settings, &documented, kept, &header), None),
             EngineKind::Upstream => {
@@ -304,7 +313,7 @@ impl Suggest {
                     &documented,
                     kept,
                     blocked,
-                    self.deployed().map(|d| documents::Deployed {
+                    deployed(self.sides).map(|d| documents::Deployed {
                         config: &d.file.config,
                         document: &d.file.document.node,
                         kept_first: self.run.keep_categorizer,
@@ -317,7 +326,7 @@ impl Suggest {
                 // rejected proposal's) must not stand for today's. With nothing added, it
                 // is the deployed file as written, its comments and quoting kept.
                 if self.run.keep_categorizer {
-                    let as_written = self.deployed().and_then(|d| input::categorizer_as_written(&d.file));
+                    let as_written = deployed(self.sides).and_then(|d| input::categorizer_as_written(&d.file));
                     u.head.insert_str(0, &documents::kept_head(u.categories.len()));
                     if let (true, Some(text)) = (u.categories.is_empty() && u.action_changes.is_empty(), as_written) {
                         u.config = documents::without_suggests_head(&text);
@@ -336,13 +345,12 @@ impl Suggest {
     /// The documents checked by `validate`'s reader, and their Simulator.
     fn checked(
         &self,
-        baseline: &Simulator,
         default: &Defaults,
         text: String,
         upstream: Option<documents::Upstream>,
         kept: Vec<Kept>,
     ) -> anyhow::Result<Proposal> {
-        let settings = self.proposed_settings(baseline, default);
+        let settings = self.proposed_settings(default);
         let file = input::parse_text("<proposal>", &text, None);
         if file.error_count() > 0 {
             let mut problems = Vec::new();
@@ -359,7 +367,7 @@ impl Suggest {
             ))
             .into());
         }
-        let sim = self.replayed(baseline, &file)?;
+        let sim = self.replayed(&file)?;
         Ok(Proposal {
             text,
             kept,
@@ -425,7 +433,7 @@ impl Suggest {
 
     /// The Simulator that replays the proposal's documents (`file`, read back): its policy,
     /// its categorizer, and the baseline's queues it does not name.
-    fn replayed(&self, baseline: &Simulator, file: &input::SourceFile) -> anyhow::Result<Simulator> {
+    fn replayed(&self, file: &input::SourceFile) -> anyhow::Result<Simulator> {
         let categorizer = file.documents.iter().find_map(|d| match &d.resource {
             Some(Resource::ErrorCategories(c)) => Some(c.clone()),
             _ => None,
@@ -442,7 +450,7 @@ impl Suggest {
             }
         }
         let named: Vec<String> = queues.iter().flat_map(|q| q.retry_policies.iter().cloned()).collect();
-        for p in baseline.policies() {
+        for p in self.baseline.policies() {
             if named.contains(&p.name) && !policies.iter().any(|q| q.name == p.name) {
                 policies.push(p.clone());
             }
@@ -458,15 +466,15 @@ impl Suggest {
                 })?;
                 // Without the deployed config, the new categories go before it: a run they
                 // do not match keeps the category it was recorded with.
-                Some(Arc::new(match self.deployed() {
+                Some(Arc::new(match deployed(self.sides) {
                     Some(_) => compiled,
                     None => compiled.prepended(),
                 }))
             }
-            None => compiled(self.deployed()),
+            None => compiled(deployed(self.sides)),
         };
         let sim = Simulator::new(policies, queues, Some(vec![self.run.name.clone()]))
-            .and_then(|s| candidate_side(s.with_engine(self.sides.engine), Some(baseline), classifier))
+            .and_then(|s| candidate_side(s.with_engine(self.sides.engine), Some(self.baseline), classifier))
             .map_err(|e| {
                 CliError::failed(format!(
                     "the proposed policy cannot be replayed (a bug in retryctl): {e}"

@@ -1,7 +1,7 @@
 //! A sharded `suggest` (docs/past-one-machine.md): what a shard's partial records of its
 //! pass 1 (`SuggestRun`, and `suggest::learn::ShardLearning`), the shards' pass 1 folded in the source's order
 //! ([`SuggestFold`]), and `merge`'s end of it ([`merge`]): the inputs loaded again and found
-//! unchanged, then the rest as one process does it (`Suggest::conclude`). Must not: learn,
+//! unchanged, then the rest as one process does it (`conclude`). Must not: learn,
 //! propose, compare or render by itself (the command's own code does).
 
 use crate::app::Context;
@@ -17,9 +17,11 @@ use crate::replay::partial::{decode_learned, Partial};
 use crate::suggest::learn::{Learning, ShardLearning};
 use crate::suggest::stats::PastSignature;
 
+use super::check::{check_knobs, check_queue};
+use super::conclude::conclude;
+use super::given::{fingerprint_inputs, History, Suggest};
 use super::learn::{learn, Pass1};
 use super::run::SuggestRun;
-use super::{check_knobs, check_queue, History, Suggest};
 
 /// The shards' pass 1 folded as one process folds its units: in the source's order (shard
 /// order, for byte ranges), so that the signatures kept are the first 10,000 met.
@@ -62,7 +64,7 @@ impl std::error::Error for Unmergeable {}
 
 /// The end of a sharded suggest, once its shards' learning is folded: the sides resolved
 /// again from the shards' run (and found unchanged), then the rest as one process does it
-/// (`Suggest::conclude`): the proposal, and pass 2 over the history.
+/// (`conclude`): the proposal, and pass 2 over the history.
 fn conclude_merged(
     ctx: &mut Context,
     run: &SuggestRun,
@@ -98,7 +100,7 @@ fn conclude_merged(
     let FileSource {
         mut files, described, ..
     } = FileSource::open(&suggest.sides, &run.history)?;
-    let inputs = suggest.inputs(&baseline, shards.count, &described);
+    let inputs = fingerprint_inputs(&suggest.run, &suggest.sides, &baseline, shards.count, &described);
     if fingerprint(&inputs) != shards.fingerprint {
         return Err(Unmergeable(
             "is of inputs that changed since its shards read them: the baseline, the categorizer or the scheduler config at the paths its run names are not the same (the fingerprint differs); merge where the shards' inputs are, unchanged"
@@ -122,7 +124,7 @@ fn conclude_merged(
         let at = suggest.sides.spec.backtest_time();
         pass.unsaid = learn(ctx.style, files, &baseline, at, suggest.sides.spec.look(), None)?.unsaid;
     }
-    Ok(suggest.conclude(ctx, &baseline, Baseline::Files, pass)?.code)
+    Ok(conclude(ctx, &suggest, &baseline, Baseline::Files, pass)?.code)
 }
 
 /// A sharded suggest's partials: their learning folded in shard order (byte ranges: the

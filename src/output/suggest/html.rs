@@ -29,6 +29,22 @@ pub(super) fn html(
     judgement: &Judgement,
 ) -> String {
     let mut b = String::new();
+    head_section(&mut b, r, whole, judgement);
+    categories_section(&mut b, r);
+    backtest_line(&mut b, r, backtest);
+    // The signatures with most hours, as bars and as rows.
+    let top: Vec<&(&SignatureStats, Verdict)> = r.signatures.iter().take(TOP).collect();
+    hours_bars(&mut b, &top);
+    signatures_section(&mut b, r, &top);
+    windows_section(&mut b, r);
+    suspects_section(&mut b, r);
+    documents_section(&mut b, r, judgement);
+    page(r.name, &b)
+}
+
+/// The title, the verdict, what was observed and estimated against the baseline, and what
+/// was learned from.
+fn head_section(b: &mut String, r: &Report<'_>, whole: &Captured, judgement: &Judgement) {
     let c = &whole.comparison;
     let verdict = format!(
         "<p class=\"verdict\"><b>Verdict: {}</b> — {}</p>\n",
@@ -53,7 +69,7 @@ pub(super) fn html(
         let _ = writeln!(b, "<p class=\"observed\">{}</p>", esc(&q.words()));
     }
     if let Some(s) = &c.contention {
-        comparison_contention(&mut b, s);
+        comparison_contention(b, s);
     }
     if let Some(line) = whole.estimates.as_ref().and_then(|e| estimated(c, e)) {
         let _ = writeln!(
@@ -70,6 +86,11 @@ pub(super) fn html(
         r.failed_runs,
         esc(&plural(r.signatures.len() as u64, "signature", "signatures"))
     );
+}
+
+/// Upstream: the executor's new categories, the categories merged, the actions changed
+/// cluster-wide.
+fn categories_section(b: &mut String, r: &Report<'_>) {
     if let Some(u) = r.upstream {
         if !u.categories.is_empty() {
             b.push_str("<p>New categories of the executor's config:</p>\n<ul>\n");
@@ -95,6 +116,10 @@ pub(super) fn html(
             let _ = writeln!(b, "<p class=\"cluster\">Cluster-wide: {}</p>", esc(&a.words()));
         }
     }
+}
+
+/// With `--backtest-at`: the comparison on the later jobs in one line.
+fn backtest_line(b: &mut String, r: &Report<'_>, backtest: Option<&(Captured, BacktestTail)>) {
     if let (Some(bh), Some((bc, t))) = (&r.backtest, backtest) {
         let _ = writeln!(
             b,
@@ -107,8 +132,11 @@ pub(super) fn html(
             t.gpu_hours_saved
         );
     }
-    // Hours by signature: recovered (the runs after a failure that led to success) vs futile.
-    let top: Vec<&(&SignatureStats, Verdict)> = r.signatures.iter().take(TOP).collect();
+}
+
+/// GPU-hours by signature as bars: recovered (the runs after a failure that led to success)
+/// vs futile.
+fn hours_bars(b: &mut String, top: &[&(&SignatureStats, Verdict)]) {
     let max = top
         .iter()
         .map(|(s, _)| hours(s.gpu.once()))
@@ -142,6 +170,11 @@ pub(super) fn html(
         );
     }
     b.push_str("</svg>\n");
+}
+
+/// The signatures' table (the default's row below them), then those without a rule and the
+/// collided retries that ran.
+fn signatures_section(b: &mut String, r: &Report<'_>, top: &[&(&SignatureStats, Verdict)]) {
     let _ = write!(
         b,
         "<h2>Signatures</h2>\n<table><thead><tr><th>signature</th><th>runs</th><th>retry success (95%)</th><th>by attempt</th><th>today</th><th>proposed</th></tr></thead><tbody>\n"
@@ -196,6 +229,10 @@ pub(super) fn html(
             esc(&collisions_ran_words(r.collisions_ran))
         );
     }
+}
+
+/// The incident windows, and the bursts and surges learned from.
+fn windows_section(b: &mut String, r: &Report<'_>) {
     if let Some((head, lines)) = incidents_lines(r) {
         let _ = writeln!(b, "<h2>Incidents</h2>\n<p>{}.</p>\n<ul>", esc(&head));
         for l in lines {
@@ -210,6 +247,10 @@ pub(super) fn html(
         }
         b.push_str("</ul>\n");
     }
+}
+
+/// The suspect nodes, or why there are none.
+fn suspects_section(b: &mut String, r: &Report<'_>) {
     b.push_str("<h2>Suspect nodes</h2>\n");
     if !r.nodes_named {
         b.push_str("<p>None: no run names a node.</p>\n");
@@ -231,6 +272,10 @@ pub(super) fn html(
         }
         b.push_str("</tbody></table>\n");
     }
+}
+
+/// The proposed documents, folded, and with `adopt` the command that writes them.
+fn documents_section(b: &mut String, r: &Report<'_>, judgement: &Judgement) {
     let _ = writeln!(
         b,
         "<details><summary>The proposed documents</summary><pre>{}</pre></details>",
@@ -243,8 +288,12 @@ pub(super) fn html(
             esc(&shown(&r.commands.write))
         );
     }
+}
+
+/// The page around `body`, titled with the policy's `name`.
+fn page(name: &str, body: &str) -> String {
     format!(
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>retryctl suggest: {}</title>\n<style>body{{font-family:system-ui,sans-serif;margin:24px;color:#1f2933}}table{{border-collapse:collapse;margin:8px 0}}td,th{{border-bottom:1px solid #e4e7eb;padding:4px 8px;text-align:left;vertical-align:top}}.note{{color:#616e7c;font-size:12px}}.depths{{font-size:12px}}</style></head>\n<body><main>\n{b}</main></body></html>\n",
-        esc(r.name)
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>retryctl suggest: {}</title>\n<style>body{{font-family:system-ui,sans-serif;margin:24px;color:#1f2933}}table{{border-collapse:collapse;margin:8px 0}}td,th{{border-bottom:1px solid #e4e7eb;padding:4px 8px;text-align:left;vertical-align:top}}.note{{color:#616e7c;font-size:12px}}.depths{{font-size:12px}}</style></head>\n<body><main>\n{body}</main></body></html>\n",
+        esc(name)
     )
 }

@@ -4,7 +4,7 @@
 //!
 //! Owns: those types, plain data. Must not: write anything (the formats do) or count.
 
-use crate::engine::{EngineFrom, EngineKind};
+use crate::engine::EngineKind;
 use crate::model::duration::GoDuration;
 use crate::output::mode::Baseline;
 use crate::replay::incidents::{Kind, Window};
@@ -49,9 +49,9 @@ pub struct Head<'a> {
 /// What was learned and proposed: everything but the comparisons.
 pub struct Report<'a> {
     pub engine: EngineKind,
-    /// Why that engine decides (docs/engines.md "Which engine decides"): the flag, or the
-    /// dialect it was taken from.
-    pub engine_from: EngineFrom,
+    /// Why that engine decides (docs/engines.md "Which engine decides"), in words: the flag,
+    /// or the dialect it was taken from.
+    pub engine_why: String,
     pub name: &'a str,
     pub knobs: Knobs,
     /// Jobs learned from (before `--backtest-at`, when given).

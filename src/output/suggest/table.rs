@@ -24,19 +24,13 @@ use super::words::{
     estimated, gpu_cell, incidents_words, merged_words, no_rules, rate_words, sensitive_words, short, today,
     window_words, TOP,
 };
-use crate::engine::EngineFrom;
 
 /// Incident windows the table lists (json lists every one).
 const WINDOWS: usize = 10;
 
-/// The table's first line: which engine decided, why, and how to pick the other.
-fn engine_line(engine: EngineKind, from: EngineFrom) -> String {
-    let why = match (from, engine) {
-        (EngineFrom::Flag, _) => "`--engine`",
-        (EngineFrom::Baseline(what), _) => &format!("the baseline {what}"),
-        (EngineFrom::Cluster, _) => "the cluster stores today's Armada's policies",
-        (EngineFrom::NoBaseline, _) => "no baseline to take a dialect from",
-    };
+/// The table's first line: which engine decided, why (`why`, in words: `--engine`, the
+/// baseline's dialect, the cluster's), and how to pick the other.
+fn engine_line(engine: EngineKind, why: &str) -> String {
     let other = match engine {
         EngineKind::Upstream => "`--engine design` proposes for the design",
         EngineKind::Design => "`--engine upstream` proposes for today's Armada",
@@ -52,7 +46,21 @@ pub(super) fn table(
     backtest: Option<&(Captured, BacktestTail)>,
     judgement: &Judgement,
 ) -> io::Result<()> {
-    writeln!(out, "{}", engine_line(r.engine, r.engine_from))?;
+    writeln!(out, "{}", engine_line(r.engine, &r.engine_why))?;
+    learned_section(out, r)?;
+    signatures_section(out, r)?;
+    incidents_section(out, r)?;
+    busy_section(out, r)?;
+    suspects_section(out, r)?;
+    proposal_section(out, r)?;
+    comparison_section(out, style, r, whole)?;
+    backtest_section(out, style, r, backtest)?;
+    verdict_section(out, r, judgement)
+}
+
+/// What was learned from: the jobs (before `--backtest-at`), their failed runs, the
+/// signatures.
+fn learned_section(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
     let learned_from = match &r.backtest {
         Some(b) => format!(" submitted before {}", b.at),
         None => String::new(),
@@ -65,6 +73,12 @@ pub(super) fn table(
         plural(r.signatures.len() as u64, "signature", "signatures")
     )?;
     writeln!(out)?;
+    Ok(())
+}
+
+/// The signatures with most GPU-hours, a row each, the default's below them; then the
+/// signatures left without a rule, and the collided retries that ran.
+fn signatures_section(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
     // Each signature's row, then the default's below them. With incident windows, the runs
     // each left out (RUNS keeps them); with collided retries, those (no trials).
     let in_incidents = r.incidents.is_some();
@@ -137,45 +151,63 @@ pub(super) fn table(
         }
     }
     writeln!(out)?;
-    if let Some(i) = &r.incidents {
-        for line in crate::output::lines::wrap("Incidents: ", "  ", &incidents_words(i.found)) {
+    Ok(())
+}
+
+/// The incident windows, their runs left out of the learning (the first [`WINDOWS`]), and
+/// the Retry rules whose first delay is shorter than the median window.
+fn incidents_section(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
+    let Some(i) = &r.incidents else {
+        return Ok(());
+    };
+    for line in crate::output::lines::wrap("Incidents: ", "  ", &incidents_words(i.found)) {
+        writeln!(out, "{line}")?;
+    }
+    for (w, l) in i.found.windows.iter().take(WINDOWS) {
+        for line in crate::output::lines::wrap("  ", "    ", &window_words(w, l)) {
             writeln!(out, "{line}")?;
         }
-        for (w, l) in i.found.windows.iter().take(WINDOWS) {
-            for line in crate::output::lines::wrap("  ", "    ", &window_words(w, l)) {
-                writeln!(out, "{line}")?;
-            }
-        }
-        if i.found.windows.len() > WINDOWS {
-            writeln!(
-                out,
-                "  … and {} more (-o json lists every one)",
-                plural((i.found.windows.len() - WINDOWS) as u64, "window", "windows")
-            )?;
-        }
-        if let Some(words) = i.found.median().and_then(|m| backoff_words(&i.short_backoff, m)) {
-            for line in crate::output::lines::wrap("  ", "    ", &words) {
-                writeln!(out, "{line}")?;
-            }
-        }
-        writeln!(out)?;
     }
-    if !r.busy.is_empty() {
-        writeln!(out, "Busy, learned from:")?;
-        for (w, k, l) in r.busy.iter().take(WINDOWS) {
-            for line in crate::output::lines::wrap("  ", "    ", &busy_words(w, k, l)) {
-                writeln!(out, "{line}")?;
-            }
-        }
-        if r.busy.len() > WINDOWS {
-            writeln!(
-                out,
-                "  … and {} more (-o json lists every one)",
-                plural((r.busy.len() - WINDOWS) as u64, "window", "windows")
-            )?;
-        }
-        writeln!(out)?;
+    if i.found.windows.len() > WINDOWS {
+        writeln!(
+            out,
+            "  … and {} more (-o json lists every one)",
+            plural((i.found.windows.len() - WINDOWS) as u64, "window", "windows")
+        )?;
     }
+    if let Some(words) = i.found.median().and_then(|m| backoff_words(&i.short_backoff, m)) {
+        for line in crate::output::lines::wrap("  ", "    ", &words) {
+            writeln!(out, "{line}")?;
+        }
+    }
+    writeln!(out)?;
+    Ok(())
+}
+
+/// The bursts and surges, learned from (the first [`WINDOWS`]).
+fn busy_section(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
+    if r.busy.is_empty() {
+        return Ok(());
+    }
+    writeln!(out, "Busy, learned from:")?;
+    for (w, k, l) in r.busy.iter().take(WINDOWS) {
+        for line in crate::output::lines::wrap("  ", "    ", &busy_words(w, k, l)) {
+            writeln!(out, "{line}")?;
+        }
+    }
+    if r.busy.len() > WINDOWS {
+        writeln!(
+            out,
+            "  … and {} more (-o json lists every one)",
+            plural((r.busy.len() - WINDOWS) as u64, "window", "windows")
+        )?;
+    }
+    writeln!(out)?;
+    Ok(())
+}
+
+/// The suspect nodes, or why there are none.
+fn suspects_section(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
     if !r.nodes_named {
         writeln!(out, "Suspect nodes: none (no run names a node).")?;
     } else if r.suspects.is_empty() {
@@ -200,6 +232,12 @@ pub(super) fn table(
         }
     }
     writeln!(out)?;
+    Ok(())
+}
+
+/// The proposal: its policy, dialect and rules, its default; upstream, its one
+/// `retryLimit`, the categories merged and the actions changed cluster-wide.
+fn proposal_section(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
     // The policy's `retryLimit` as `-o policy` writes it, in both dialects.
     let limit = match r.policy_retry_limit {
         Some(l) => format!("retryLimit {l}"),
@@ -272,6 +310,12 @@ pub(super) fn table(
             writeln!(out, "  cluster-wide: {}", shown(&a.words()))?;
         }
     }
+    Ok(())
+}
+
+/// The proposal against the baseline on the whole history, each queue it changes, the
+/// estimates.
+fn comparison_section(out: &mut dyn Write, style: Style, r: &Report<'_>, whole: &Captured) -> io::Result<()> {
     writeln!(out, "Against the baseline on the same history:")?;
     write_comparison(out, style, &whole.comparison)?;
     for q in r.queues.iter().filter(|q| q.changed > 0) {
@@ -280,6 +324,16 @@ pub(super) fn table(
     if let Some(e) = &whole.estimates {
         estimate_lines(out, &whole.comparison, e)?;
     }
+    Ok(())
+}
+
+/// With `--backtest-at`: the comparison on the later jobs, its false kills and hours saved.
+fn backtest_section(
+    out: &mut dyn Write,
+    style: Style,
+    r: &Report<'_>,
+    backtest: Option<&(Captured, BacktestTail)>,
+) -> io::Result<()> {
     if let (Some(b), Some((c, t))) = (&r.backtest, backtest) {
         writeln!(out)?;
         writeln!(
@@ -306,6 +360,11 @@ pub(super) fn table(
             writeln!(out, "  estimates: {w}")?;
         }
     }
+    Ok(())
+}
+
+/// The verdict, and the commands to run next.
+fn verdict_section(out: &mut dyn Write, r: &Report<'_>, judgement: &Judgement) -> io::Result<()> {
     writeln!(out)?;
     writeln!(out, "Verdict: {}", judgement.line())?;
     // The proposal is worth writing only when it is worth adopting, and its limits worth
