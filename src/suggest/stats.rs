@@ -23,7 +23,7 @@ use crate::model::policy::{Action, Condition};
 use crate::replay::compare::request_time;
 use crate::replay::estimate::{wilson, Tally, DEPTHS, Z95};
 
-use crate::model::signature::{signature, text_into, Signature};
+use crate::model::signature::{signature, FailedTexts, Signature};
 
 /// Distinct signatures kept; the runs of any other count under [`OTHER`].
 pub const MAX_SIGNATURES: usize = 10_000;
@@ -57,8 +57,6 @@ pub struct UnitLearned {
     index: Map<usize>,
     /// Runs per node; the failed ones' signatures by this unit's slot.
     nodes: Map<NodeStats>,
-    text: String,
-    scratch: String,
     /// The job's slots so far (its signatures counted once each in `jobs`).
     seen: Vec<usize>,
     /// The slot of each failed run of the job last added, in run order (for
@@ -73,7 +71,7 @@ impl UnitLearned {
     /// (`replay::incidents::ends`, none when the record does not place it); `collided`, per
     /// failed run, whether its next run is a collision (a retry that never ran: it is no trial
     /// of it, docs/reference/suggest.md "A collided retry is no trial").
-    pub fn add_job(&mut self, history: &FailureHistory, ends: &[Option<i64>], collided: &[bool]) {
+    pub fn add_job(&mut self, history: &FailureHistory, ends: &[Option<i64>], collided: &[bool], texts: &FailedTexts) {
         self.jobs += 1;
         let gpu_milli = history.job.resources.and_then(|r| r.gpu_milli);
         let cpu_milli = history.job.resources.and_then(|r| r.cpu_milli);
@@ -95,13 +93,13 @@ impl UnitLearned {
             if failed {
                 self.failed_runs += 1;
                 depth = depth.saturating_add(1);
-                let cut = text_into(run, &mut self.text, &mut self.scratch);
-                let at = match self.index.get(self.text.as_str()) {
+                let (text, cut) = texts.get(k);
+                let at = match self.index.get(text) {
                     Some(&i) => i,
                     None => {
-                        self.index.insert(self.text.clone(), self.sigs.len());
+                        self.index.insert(text.to_string(), self.sigs.len());
                         self.sigs
-                            .push(SignatureStats::new(self.text.clone(), Some(signature(run))));
+                            .push(SignatureStats::new(text.to_string(), Some(signature(run))));
                         self.sigs.len() - 1
                     }
                 };
@@ -1107,7 +1105,7 @@ mod tests {
         });
         h.runs = vec![failed("a", 1), failed("a", 1), failed("b", 2), succeeded("c")];
         let mut unit = UnitLearned::default();
-        unit.add_job(&h, &[], &[]);
+        unit.add_job(&h, &[], &[], FailedTexts::default().of(&h.runs));
         let mut l = Learned::default();
         l.merge_unit(unit);
         assert_eq!((l.jobs, l.failed_runs), (1, 3));
@@ -1145,7 +1143,7 @@ mod tests {
                 ..FailureHistory::default()
             };
             let mut unit = UnitLearned::default();
-            unit.add_job(&h, &[], &[]);
+            unit.add_job(&h, &[], &[], FailedTexts::default().of(&h.runs));
             l.merge_unit(unit);
         }
         assert_eq!(l.signatures.len(), MAX_SIGNATURES);
@@ -1186,7 +1184,9 @@ mod tests {
         let mut l = Learned::default();
         for chunk in jobs.chunks(unit) {
             let mut u = UnitLearned::default();
-            chunk.iter().for_each(|h| u.add_job(h, &[], &[]));
+            chunk
+                .iter()
+                .for_each(|h| u.add_job(h, &[], &[], FailedTexts::default().of(&h.runs)));
             l.merge_unit(u);
         }
         l
@@ -1201,7 +1201,9 @@ mod tests {
         let mut past = Vec::new();
         for chunk in jobs.chunks(unit) {
             let mut u = UnitLearned::default();
-            chunk.iter().for_each(|h| u.add_job(h, &[], &[]));
+            chunk
+                .iter()
+                .for_each(|h| u.add_job(h, &[], &[], FailedTexts::default().of(&h.runs)));
             let met = u.sigs.len();
             l.merge_unit(u);
             let held = l.past.as_ref().map_or(0, |p| p.held.len());

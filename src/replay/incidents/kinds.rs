@@ -32,8 +32,8 @@ use super::{
     is_unusual, ln_factorial, series, step_of, Detected, Test, Window, Windows, AFTER, ALPHA, BEFORE, STEP,
     STEPS_PER_WINDOW,
 };
-use crate::model::failure_history::{FailureHistory, Outcome, Timestamp};
-use crate::model::signature::text_into;
+use crate::model::failure_history::{FailureHistory, Outcome, Run, Timestamp};
+use crate::model::signature::FailedTexts;
 
 /// The distinct UTC days the window starts must fall on for the expected count by hour.
 pub const MIN_DAYS: i64 = 3;
@@ -449,24 +449,24 @@ pub struct Mix {
     steps: Vec<i64>,
     #[serde(skip)]
     ids: Vec<u32>,
-    #[serde(skip)]
-    text: (String, String),
 }
 
 impl Mix {
     /// `history`'s part: its job set, and each failed run that [`super::ends`] (`ends`)
-    /// places, by its signature (`model::signature`) and node.
-    pub fn add_history(&mut self, history: &FailureHistory, ends: &[Option<i64>]) {
+    /// places, by its signature (`texts`: the job's, [`FailedTexts::of`]) and node.
+    pub fn add_history(&mut self, history: &FailureHistory, ends: &[Option<i64>], texts: &FailedTexts) {
+        let failed = |(run, end): (&Run, &Option<i64>)| run.outcome == Outcome::Failed && end.is_some();
+        if !history.runs.iter().zip(ends).any(failed) {
+            // No failing job here: its job set takes none of the names kept.
+            return;
+        }
         self.job(history.job.queue.as_deref(), history.job.job_set.as_deref());
-        let mut text = std::mem::take(&mut self.text);
-        for (run, end) in history.runs.iter().zip(ends) {
+        for (k, (run, end)) in history.runs.iter().zip(ends).enumerate() {
             let Some(t) = end.filter(|_| run.outcome == Outcome::Failed) else {
                 continue;
             };
-            text_into(run, &mut text.0, &mut text.1);
-            self.failed_run(t, &text.0, run.node.as_deref());
+            self.failed_run(t, texts.get(k).0, run.node.as_deref());
         }
-        self.text = text;
         self.end_job();
     }
 
