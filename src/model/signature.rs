@@ -191,6 +191,55 @@ pub fn text_into(run: &Run, out: &mut String, scratch: &mut String) -> bool {
     false
 }
 
+/// The signature texts of one job's failed runs ([`text_into`]), each computed once for the job
+/// however many of a pass's counts read it: suggest's learning and the incident windows' mix
+/// both name every failed run by it, and a template is the dearest step of a run's count.
+#[derive(Debug, Clone, Default)]
+pub struct FailedTexts {
+    /// The texts, one after the other.
+    texts: String,
+    /// Per run of the job: where its text ends in `texts`, and whether its message's first line
+    /// was cut; a run that did not fail has an empty text.
+    ends: Vec<(usize, bool)>,
+    /// Whether `texts` holds the job's: [`FailedTexts::clear`] at each job, filled once.
+    ready: bool,
+    one: String,
+    scratch: String,
+}
+
+impl FailedTexts {
+    /// A new job: the texts are computed again at its first [`FailedTexts::of`].
+    pub fn clear(&mut self) {
+        self.ready = false;
+    }
+
+    /// The texts of `runs` (one job's), computed at the first call since [`FailedTexts::clear`].
+    pub fn of(&mut self, runs: &[Run]) -> &FailedTexts {
+        if !self.ready {
+            self.texts.clear();
+            self.ends.clear();
+            for run in runs {
+                let mut cut = false;
+                if run.outcome == crate::model::failure_history::Outcome::Failed {
+                    cut = text_into(run, &mut self.one, &mut self.scratch);
+                    self.texts.push_str(&self.one);
+                }
+                self.ends.push((self.texts.len(), cut));
+            }
+            self.ready = true;
+        }
+        self
+    }
+
+    /// Run `k`'s text and whether its message's first line was cut (`""` for a run that did
+    /// not fail).
+    pub fn get(&self, k: usize) -> (&str, bool) {
+        let start = k.checked_sub(1).map_or(0, |p| self.ends[p].0);
+        let (end, cut) = self.ends[k];
+        (&self.texts[start..end], cut)
+    }
+}
+
 /// `oom` or `exit:N`, `@NAME` / `@init:NAME` / `@init`, and ` "TEMPLATE"` when there is one.
 fn push_container(out: &mut String, exit: Option<i64>, name: &str, init: bool, template: &str) {
     use std::fmt::Write as _;

@@ -439,6 +439,7 @@ pub fn short_backoff(first_delay: GoDuration, median: i64, in_incidents: u64) ->
 mod tests {
     use super::*;
     use crate::model::failure_history::{Container, Job, Run, Timestamp};
+    use crate::model::signature::FailedTexts;
     use crate::suggest::stats::UnitLearned;
 
     fn run(outcome: Outcome, node: &str, minute: i64) -> Run {
@@ -476,7 +477,7 @@ mod tests {
         let mut ends = Vec::new();
         for h in jobs {
             incidents::ends(h, &mut ends);
-            unit.add_job(h, &ends, &[false; 3]);
+            unit.add_job(h, &ends, &[false; 3], FailedTexts::default().of(&h.runs));
         }
         let mut learned = Learned::default();
         learned.merge_unit(unit);

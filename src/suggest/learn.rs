@@ -22,6 +22,7 @@ use crate::engine::simulator::Simulator;
 use crate::engine::{EngineKind, Settings};
 use crate::model::failure_history::{FailureHistory, Outcome, Run, Timestamp};
 use crate::model::policy::Action;
+use crate::model::signature::FailedTexts;
 use crate::replay::categorize::Reclassify;
 use crate::replay::incidents::{self, Detector, Look};
 use crate::replay::run::{as_side, Options, TrialCount};
@@ -48,6 +49,8 @@ pub struct Unit {
     /// The job's runs' times ([`see_job`]), its failed runs' times, and which of its failed
     /// runs' next runs collided (scratch).
     ends: Vec<Option<i64>>,
+    /// The job's failed runs' signature texts, computed once for the mix and learning.
+    texts: FailedTexts,
     times: Vec<i64>,
     collided: Vec<bool>,
 }
@@ -57,10 +60,12 @@ pub struct Unit {
 /// the verb reads). Before [`learn_job`], which reads the times.
 pub fn see_job(unit: &mut Unit, history: &FailureHistory, detect: bool) {
     incidents::ends(history, &mut unit.ends);
+    unit.texts.clear();
     if detect {
         let untimed = incidents::failed_times(history, &unit.ends, &mut unit.times);
         unit.detector.add_job(&unit.times, untimed);
-        unit.detector.mix.add_history(history, &unit.ends);
+        let texts = unit.texts.of(&history.runs);
+        unit.detector.mix.add_history(history, &unit.ends, texts);
     }
 }
 
@@ -177,7 +182,8 @@ pub fn learn_job(
         // What the history says, and what today's policy does with it: the proposal keeps
         // the rules that decide today, so it must know them before pass 2 compares.
         collisions(history, baseline, &mut unit.collided);
-        unit.learned.add_job(history, &unit.ends, &unit.collided);
+        let texts = unit.texts.of(&history.runs);
+        unit.learned.add_job(history, &unit.ends, &unit.collided, texts);
         let Unit {
             learned,
             reclassify,

@@ -10,6 +10,7 @@ use crate::engine::{Match, Settings};
 use std::collections::BTreeMap;
 
 use crate::model::failure_history::{FailureHistory, Final, Outcome};
+use crate::model::signature::FailedTexts;
 use crate::replay::backtest::{backtest, Backtest};
 use crate::replay::categorize::{Reclassify, SideCategories};
 use crate::replay::compare::{ByClass, Comparison, JobDiff, Side};
@@ -63,6 +64,8 @@ pub struct IncidentCount {
     ends: Vec<Option<i64>>,
     #[serde(skip)]
     times: Vec<i64>,
+    #[serde(skip)]
+    texts: FailedTexts,
 }
 
 mod slots {
@@ -135,7 +138,8 @@ impl TrialCount {
             }
             if look.detect {
                 c.detector.add_job(&c.times, untimed);
-                c.detector.mix.add_history(history, &c.ends);
+                c.texts.clear();
+                c.detector.mix.add_history(history, &c.ends, c.texts.of(&history.runs));
             }
             let ends = &c.ends;
             let place = |k: usize| match ends.get(k).copied().flatten() {

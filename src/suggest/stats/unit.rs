@@ -11,7 +11,7 @@ use crate::model::policy::{Action, Condition};
 use crate::replay::compare::request_time;
 use crate::replay::estimate::DEPTHS;
 
-use crate::model::signature::{signature, text_into};
+use crate::model::signature::{signature, FailedTexts};
 
 use super::signature::{add_tally, CollidedCost, Current, Map, NodeStats, SignatureStats};
 
@@ -29,8 +29,6 @@ pub struct UnitLearned {
     index: Map<usize>,
     /// Runs per node; the failed ones' signatures by this unit's slot.
     pub(super) nodes: Map<NodeStats>,
-    text: String,
-    scratch: String,
     /// The job's slots so far (its signatures counted once each in `jobs`).
     seen: Vec<usize>,
     /// The slot of each failed run of the job last added, in run order (for
@@ -63,7 +61,7 @@ impl UnitLearned {
     /// (`replay::incidents::ends`, none when the record does not place it); `collided`, per
     /// failed run, whether its next run is a collision (a retry that never ran: it is no trial
     /// of it, docs/reference/suggest.md "A collided retry is no trial").
-    pub fn add_job(&mut self, history: &FailureHistory, ends: &[Option<i64>], collided: &[bool]) {
+    pub fn add_job(&mut self, history: &FailureHistory, ends: &[Option<i64>], collided: &[bool], texts: &FailedTexts) {
         self.jobs += 1;
         let gpu_milli = history.job.resources.and_then(|r| r.gpu_milli);
         let cpu_milli = history.job.resources.and_then(|r| r.cpu_milli);
@@ -85,13 +83,13 @@ impl UnitLearned {
             if failed {
                 self.failed_runs += 1;
                 depth = depth.saturating_add(1);
-                let cut = text_into(run, &mut self.text, &mut self.scratch);
-                let at = match self.index.get(self.text.as_str()) {
+                let (text, cut) = texts.get(k);
+                let at = match self.index.get(text) {
                     Some(&i) => i,
                     None => {
-                        self.index.insert(self.text.clone(), self.sigs.len());
+                        self.index.insert(text.to_string(), self.sigs.len());
                         self.sigs
-                            .push(SignatureStats::new(self.text.clone(), Some(signature(run))));
+                            .push(SignatureStats::new(text.to_string(), Some(signature(run))));
                         self.sigs.len() - 1
                     }
                 };

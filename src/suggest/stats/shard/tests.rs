@@ -3,6 +3,7 @@ use crate::model::duration::GoDuration;
 use crate::model::failure_history::{Container, Resources, Run};
 use crate::model::failure_history::{FailureHistory, Outcome};
 use crate::model::policy::Condition;
+use crate::model::signature::FailedTexts;
 use crate::suggest::stats::{MAX_SIGNATURES, OTHER};
 
 fn failed(node: &str, exit: i64) -> Run {
@@ -37,7 +38,7 @@ fn a_job_counts_its_trials_hours_and_nodes() {
     });
     h.runs = vec![failed("a", 1), failed("a", 1), failed("b", 2), succeeded("c")];
     let mut unit = UnitLearned::default();
-    unit.add_job(&h, &[], &[]);
+    unit.add_job(&h, &[], &[], FailedTexts::default().of(&h.runs));
     let mut l = Learned::default();
     l.merge_unit(unit);
     assert_eq!((l.jobs, l.failed_runs), (1, 3));
@@ -75,7 +76,7 @@ fn signatures_past_the_cap_count_as_other() {
             ..FailureHistory::default()
         };
         let mut unit = UnitLearned::default();
-        unit.add_job(&h, &[], &[]);
+        unit.add_job(&h, &[], &[], FailedTexts::default().of(&h.runs));
         l.merge_unit(unit);
     }
     assert_eq!(l.signatures.len(), MAX_SIGNATURES);
@@ -116,7 +117,7 @@ fn one(jobs: &[FailureHistory], unit: usize) -> Learned {
     let mut l = Learned::default();
     for chunk in jobs.chunks(unit) {
         let mut u = UnitLearned::default();
-        chunk.iter().for_each(|h| u.add_job(h, &[], &[]));
+        chunk.iter().for_each(|h| u.add_job(h, &[], &[], FailedTexts::default().of(&h.runs)));
         l.merge_unit(u);
     }
     l
@@ -131,7 +132,7 @@ fn shard(jobs: &[FailureHistory], first: bool, unit: usize) -> (ShardLearned, Ve
     let mut past = Vec::new();
     for chunk in jobs.chunks(unit) {
         let mut u = UnitLearned::default();
-        chunk.iter().for_each(|h| u.add_job(h, &[], &[]));
+        chunk.iter().for_each(|h| u.add_job(h, &[], &[], FailedTexts::default().of(&h.runs)));
         let met = u.sigs.len();
         l.merge_unit(u);
         let held = l.past.as_ref().map_or(0, |p| p.held.len());
