@@ -301,3 +301,18 @@ pub enum Command {
     /// (the window's plan as HTML) and /healthz; the counters and cursor survive a restart.
     Watch(WatchArgs),
 }
+
+impl Command {
+    /// Its `--output-file`, of a verb that takes one (the verb table's `output_file`; a test
+    /// holds the two equal); `None` for the others.
+    pub fn output_file(&self) -> Option<&std::path::Path> {
+        match self {
+            Command::Simulate(args) => args.output_file.as_deref(),
+            Command::Tune(args) => args.output_file.as_deref(),
+            Command::Suggest(args) => args.output_file.as_deref(),
+            Command::Merge(args) => args.output_file.as_deref(),
+            Command::History(args) => args.output_file.as_deref(),
+            _ => None,
+        }
+    }
+}

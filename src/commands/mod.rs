@@ -34,8 +34,32 @@ use crate::cli::{Command, EmitArgs, Merges, ReplayArgs, SimulateArgs, SuggestArg
 use crate::error::{CliError, ExitCode};
 use replay::merged::End;
 
-/// Routes a parsed command to the command that runs it (handed to `app::run` by `main`).
-pub fn dispatch(command: Command, ctx: &mut Context<'_>) -> anyhow::Result<ExitCode> {
+/// Routes a parsed command to the command that runs it (handed to `app::run` by `main`): what
+/// runs before a result has a file to go to (`--emit`, which writes documents and whose
+/// `--output-file` is the merge's; the replay's DSN), then the command, into the
+/// `--output-file` of a verb that takes one (the verb table's `output_file`), once for all.
+pub fn dispatch(mut command: Command, ctx: &mut Context<'_>) -> anyhow::Result<ExitCode> {
+    let before = match &mut command {
+        Command::Simulate(args) => before_replay(ctx, args)?,
+        Command::Tune(args) => before_replay(ctx, args)?,
+        Command::Suggest(args) => before_replay(ctx, args)?,
+        // `--emit kubernetes`: watch's own checks of its flags, in its words, then the
+        // Deployment; it reads no database and no file.
+        Command::Watch(args) if args.emit.emit.is_some() => {
+            watch::check(args)?;
+            Some(emit::run_watch(ctx, &args.emit)?)
+        }
+        _ => None,
+    };
+    if let Some(code) = before {
+        return Ok(code);
+    }
+    let path = command.output_file().map(Path::to_path_buf);
+    output_file::run_to(ctx, path.as_deref(), |ctx| run(command, ctx))
+}
+
+/// Runs `command`, its output already where `--output-file` sends it.
+fn run(command: Command, ctx: &mut Context<'_>) -> anyhow::Result<ExitCode> {
     match command {
         Command::Validate(args) => validate::run(ctx, &args),
         Command::Completion(args) => completion::run(ctx, &args),
@@ -45,38 +69,28 @@ pub fn dispatch(command: Command, ctx: &mut Context<'_>) -> anyhow::Result<ExitC
         Command::Apply(args) => apply::run(ctx, &args),
         Command::Diff(args) => diff::run(ctx, &args),
         Command::Delete(args) => delete::run(ctx, &args),
-        Command::Simulate(args) => replay_verb(ctx, args),
-        Command::Tune(args) => replay_verb(ctx, args),
-        Command::Suggest(args) => replay_verb(ctx, args),
-        Command::Merge(args) => output_file::run_to(ctx, args.output_file.as_deref(), |ctx| {
-            merge::run(ctx, &args, merge_end)
-        }),
+        Command::Simulate(args) => simulate::run(ctx, &args),
+        Command::Tune(args) => tune::run(ctx, &args),
+        Command::Suggest(args) => suggest::run(ctx, &args),
+        Command::Merge(args) => merge::run(ctx, &args, merge_end),
         Command::Serve(args) => serve::run(ctx, &args),
         Command::Config(args) => config::run(ctx, &args),
         Command::Version(args) => version::run(ctx, &args),
         Command::Describe(args) => describe::run(ctx, &args),
         Command::Explain(args) => explain::run(ctx, &args),
         Command::Schema(args) => schema::run(ctx, &args),
-        Command::History(args) => output_file::run_to(ctx, args.output_file.as_deref(), |ctx| history::run(ctx, &args)),
-        // `--emit kubernetes`: watch's own checks of its flags, in its words, then the
-        // Deployment; it reads no database and no file.
-        Command::Watch(args) if args.emit.emit.is_some() => {
-            watch::check(&args)?;
-            emit::run_watch(ctx, &args.emit)
-        }
+        Command::History(args) => history::run(ctx, &args),
         Command::Watch(args) => watch::run(ctx, &args),
     }
 }
 
 /// A verb that replays a history (`simulate`, `tune`, `suggest`): what dispatch reads of its
-/// arguments and how it runs it.
+/// arguments before it runs.
 trait ReplayVerb {
     fn emit(&self) -> &EmitArgs;
     fn replay(&mut self) -> &mut ReplayArgs;
-    fn output_file(&self) -> Option<&Path>;
     /// Its own checks of its flags, in its words (`--emit` runs them before the documents).
     fn check(&self) -> Result<(), CliError>;
-    fn run(&self, ctx: &mut Context<'_>) -> anyhow::Result<ExitCode>;
 }
 
 macro_rules! replay_verb {
@@ -88,14 +102,8 @@ macro_rules! replay_verb {
             fn replay(&mut self) -> &mut ReplayArgs {
                 &mut self.replay
             }
-            fn output_file(&self) -> Option<&Path> {
-                self.output_file.as_deref()
-            }
             fn check(&self) -> Result<(), CliError> {
                 $verb::check(self).map(|_| ())
-            }
-            fn run(&self, ctx: &mut Context<'_>) -> anyhow::Result<ExitCode> {
-                $verb::run(ctx, self)
             }
         }
     };
@@ -105,20 +113,21 @@ replay_verb!(SimulateArgs, simulate);
 replay_verb!(TuneArgs, tune);
 replay_verb!(SuggestArgs, suggest);
 
-/// A replay verb: with `--emit`, the documents that run the command (its own checks of its
-/// flags first, in its words; its --output-file is the merge's; it reads no database, and its
-/// jobs get the DSN from a Secret: `--lookout-db` stays as given, and `$LOOKOUT_DB` is not
-/// read); else the replay, into `--output-file` when given.
-fn replay_verb(ctx: &mut Context<'_>, mut args: impl ReplayVerb) -> anyhow::Result<ExitCode> {
+/// A replay verb before its run: with `--emit`, the documents that run the command (its own
+/// checks of its flags first, in its words; its --output-file is the merge's; it reads no
+/// database, and its jobs get the DSN from a Secret: `--lookout-db` stays as given, and
+/// `$LOOKOUT_DB` is not read), the exit code given; else the DSN resolved, and `None`: the
+/// replay runs.
+fn before_replay(ctx: &mut Context<'_>, args: &mut impl ReplayVerb) -> anyhow::Result<Option<ExitCode>> {
     if args.emit().renamed_job_set.is_some() {
         return Err(emit::renamed_job_set().into());
     }
     if args.emit().emit.is_some() {
         args.check()?;
-        return emit::run(ctx, args.emit());
+        return emit::run(ctx, args.emit()).map(Some);
     }
     replay::lookout::resolve_replay_dsn(args.replay())?;
-    output_file::run_to(ctx, args.output_file(), |ctx| args.run(ctx))
+    Ok(None)
 }
 
 /// How the partials of the verb `command` end (`merge`): its own ending, one process's,
