@@ -22,6 +22,7 @@
 //! `commands::simulate`), or evaluate (that is `engine`).
 
 pub mod backtest;
+pub mod baseline_from;
 pub mod categorize;
 pub mod compare;
 pub mod contention;

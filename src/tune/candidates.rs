@@ -26,9 +26,9 @@ use crate::yaml::{Node, Value};
 use super::template::{count, Template};
 use super::vary::{Segment, Setting, Target, Vary};
 
-/// One point of the search.
+/// One point of the search: its id, its values and the documents they make.
 #[derive(Debug, Clone)]
-pub struct Candidate {
+pub struct CandidateDocuments {
     /// From 1; see [`Template::candidate`].
     pub id: u64,
     /// Each vary's `text` (`ml:spec.retryLimit`, as typed) and this candidate's value as
@@ -69,7 +69,7 @@ pub struct CandidateError {
 /// What [`CandidateError::file`] says for a scheduler config built from nothing.
 pub const NO_SCHEDULER_FILE: &str = "<scheduler config>";
 
-impl Candidate {
+impl CandidateDocuments {
     /// Whether every document and the scheduler config are free of errors.
     pub fn is_valid(&self) -> bool {
         self.scheduler.is_ok()
@@ -156,7 +156,7 @@ impl Template {
     ///
     /// # Panics
     /// When `id` is not in `1..=count(varies)`.
-    pub fn candidate(&self, varies: &[Vary], id: u64) -> Candidate {
+    pub fn candidate(&self, varies: &[Vary], id: u64) -> CandidateDocuments {
         assert!(
             id >= 1 && u128::from(id) <= count(varies),
             "candidate {id} of {} does not exist",
@@ -204,7 +204,7 @@ impl Template {
             let index = files[f].documents[d].index;
             files[f].documents[d] = decode_document(node, index, None);
         }
-        Candidate {
+        CandidateDocuments {
             id,
             values,
             files,
@@ -223,7 +223,7 @@ impl Template {
     }
 
     /// Every candidate, by id.
-    pub fn candidates<'a>(&'a self, varies: &'a [Vary]) -> impl Iterator<Item = Candidate> + 'a {
+    pub fn candidates<'a>(&'a self, varies: &'a [Vary]) -> impl Iterator<Item = CandidateDocuments> + 'a {
         let n = u64::try_from(count(varies)).unwrap_or(u64::MAX);
         (1..=n).map(move |id| self.candidate(varies, id))
     }
@@ -429,13 +429,13 @@ mod tests {
     }
 
     /// Candidate `id` of `args` on `t`, after checking them.
-    fn candidate(t: &Template, args: &[&str], id: u64) -> Candidate {
+    fn candidate(t: &Template, args: &[&str], id: u64) -> CandidateDocuments {
         let v = varies(args);
         t.check(&v).unwrap();
         t.candidate(&v, id)
     }
 
-    fn values(c: &Candidate) -> Vec<(&str, &str)> {
+    fn values(c: &CandidateDocuments) -> Vec<(&str, &str)> {
         c.values.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect()
     }
 

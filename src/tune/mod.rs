@@ -5,8 +5,9 @@
 //!
 //! Owns: the [`Vary`] syntax (`vary`), the [`Template`] (the `-f` documents and the scheduler
 //! config's tree) and its [`Template::check`], the numbering of candidates ([`count`], the
-//! product of the varies, the first varying slowest, from 1) and each [`Candidate`]'s
-//! documents, edited and decoded again exactly as `validate` decodes them (`candidates`).
+//! product of the varies, the first varying slowest, from 1) and each candidate's documents
+//! ([`CandidateDocuments`]), edited and decoded again exactly as `validate` decodes them
+//! (`candidates`).
 //! Must not: do I/O, read the clock or the environment, or print: the `tune` command reads
 //! the files and writes the output; only `sweep` drives a replay (of a source it is given).
 //!
@@ -30,7 +31,7 @@ pub mod sweep;
 mod template;
 mod vary;
 
-pub use candidates::{Candidate, CandidateError, NO_SCHEDULER_FILE};
+pub use candidates::{CandidateDocuments, CandidateError, NO_SCHEDULER_FILE};
 pub use template::{count, Template, Values};
 pub use vary::{parse_vary, Setting, Target, Vary, MAX_VALUES};
 

@@ -5,7 +5,8 @@
 //! comparison is folded exactly as `simulate --baseline` folds it (`replay::run::tally_job`),
 //! so that candidate i's numbers are what `simulate -f <candidate i> --baseline …` prints.
 //! What is the sweep's own: the groups of candidates that decide a job alike, their shared
-//! lean replays and match tables.
+//! lean replays and match tables; the groups by settings and categorizer are `groups`'s, the
+//! match tables and the keys that say which candidates decide a job alike `keys`'s.
 //!
 //! Owns: [`sweep`] — the jobs in parallel and in input order (`replay::parallel`), the
 //! baseline's own totals (its final states and Pending jobs, for its expected successes and
@@ -30,15 +31,15 @@
 //!   decision, which a lean replay does not keep: under the upstream engine a candidate with
 //!   a categorizer is replayed once more with a report, for them.
 
-use std::collections::HashMap;
+mod groups;
+mod keys;
+
 use std::io;
 
-use crate::engine::categorizer::Classifier;
-use crate::engine::simulator::{Decides, Simulator};
-use crate::engine::{Detail, EngineKind, JobOutcome, Match, Settings};
+use crate::engine::simulator::Simulator;
+use crate::engine::{Detail, EngineKind, JobOutcome, Settings};
 use crate::model::duration::{GoDuration, TotalDuration};
-use crate::model::failure_history::{FailureHistory, Final, Outcome};
-use crate::model::policy::Action;
+use crate::model::failure_history::{FailureHistory, Final};
 use crate::replay::backtest::Backtest;
 use crate::replay::categorize::{CategoryCounts, Reclassify};
 use crate::replay::compare::{JobDiff, Side, Transition};
@@ -56,7 +57,9 @@ use crate::replay::sides::{Candidate, PolicySets};
 use crate::replay::sink::Message;
 use crate::replay::source::{HistorySource, Progress};
 
-use super::vary::{Target, Vary};
+use groups::Groups;
+pub use keys::shares_matching;
+use keys::{matched_keys, Ids, Key, KeyedOutcomes, KEY_WORDS};
 
 /// The baseline's own totals (under the template's scheduler settings).
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -117,191 +120,6 @@ pub struct Swept {
 pub trait Listener {
     fn message(&mut self, m: &Message<'_>) -> io::Result<()>;
     fn progress(&mut self, at: Progress);
-}
-
-/// The rules a job's runs match (`table`: each run's first match over the job's list,
-/// `list`: that list as indices into the policies given), each once with the number of runs
-/// that match it, and the default action (`(usize::MAX, None)`) with the number of failed
-/// runs that match none: what decides the job besides its runs
-/// ([`Simulator::decides`]).
-fn matched_keys(h: &FailureHistory, table: &[Match], list: &[usize]) -> Vec<Matched> {
-    let mut keys: Vec<Matched> = Vec::new();
-    for (run, m) in h.runs.iter().zip(table) {
-        let (policy, rule) = match m {
-            Some((p, r, _)) => match list.get(*p) {
-                Some(&policy) => (policy, Some(*r)),
-                None => return Vec::new(),
-            },
-            None if run.outcome == Outcome::Failed => (usize::MAX, None),
-            None => continue,
-        };
-        match keys.iter_mut().find(|k| k.policy == policy && k.rule == rule) {
-            Some(k) => k.runs += 1,
-            None => keys.push(Matched { policy, rule, runs: 1 }),
-        }
-    }
-    keys
-}
-
-/// A rule a job's runs match (`rule: None`: the default action of the first policy of the
-/// job's list whose default retries), and how many of its runs do.
-struct Matched {
-    policy: usize,
-    rule: Option<usize>,
-    runs: u32,
-}
-
-/// Words a job's key holds at most: its settings group and what decides it per rule; a job
-/// whose runs match more rules than that is replayed under every candidate.
-const KEY_WORDS: usize = 8;
-
-/// What decides a job under one candidate ([`Ids::key`]), padded with `u64::MAX`: equal
-/// keys, equal outcomes.
-#[derive(Clone, Copy, PartialEq, Eq)]
-struct Key([u64; KEY_WORDS]);
-
-impl std::hash::Hash for Key {
-    /// One word for the hasher: the words folded (an array's own `Hash` hands its bytes one
-    /// at a time, which cost more than the lookup saves). Equality still compares them all.
-    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        let folded = self.0.iter().fold(0u64, |h, &w| {
-            (h ^ w).wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(29)
-        });
-        state.write_u64(folded);
-    }
-}
-
-/// What decides each candidate's runs ([`Simulator::decides`]), interned without the
-/// limits: equal ids, equal actions and backoffs, so that a job's key is a few integers.
-struct Ids {
-    /// [arm][policy][rule].
-    rules: Vec<Vec<Vec<RuleId>>>,
-    /// [arm]: the id of every policy's default action and backoff.
-    defaults: Vec<u32>,
-    /// [arm][policy]: how the policy's default action decides.
-    default_of: Vec<Vec<Decides>>,
-}
-
-/// A rule's id (its action and backoff) and its limit (`None`: `globalMaxRetries`).
-type RuleId = (u32, Option<u32>);
-
-impl Ids {
-    fn new(arms: &[Candidate]) -> Ids {
-        let mut interned: HashMap<Vec<Decides>, u32> = HashMap::new();
-        let mut id = |decides: Vec<Decides>| {
-            let next = interned.len() as u32;
-            *interned.entry(decides).or_insert(next)
-        };
-        let mut ids = Ids {
-            rules: Vec::with_capacity(arms.len()),
-            defaults: Vec::with_capacity(arms.len()),
-            default_of: Vec::with_capacity(arms.len()),
-        };
-        for arm in arms {
-            let (rules, defaults) = arm.simulator.decides();
-            ids.rules.push(
-                rules
-                    .into_iter()
-                    .map(|p| p.into_iter().map(|d| (id(vec![d.without_limit()]), d.limit)).collect())
-                    .collect(),
-            );
-            ids.defaults
-                .push(id(defaults.iter().map(Decides::without_limit).collect()));
-            ids.default_of.push(defaults);
-        }
-        ids
-    }
-
-    /// Arm `arm`'s key for a job of `keys` ([`matched_keys`]) and effective list `list`
-    /// under group `g` (its categorizer group in the high word, its settings group in the
-    /// low: arms of other groups never share a key). `reach`: each limit as far as the job's runs reach it —
-    /// a retry is granted while a rule's count is below its limit, and the count of a
-    /// rule that `n` runs match is below `n` whenever one is decided, so every limit from
-    /// `n` on decides the job alike (docs/engines.md; an unset one is `globalMaxRetries`, whose
-    /// own check, on the total, comes first). Without `reach`, the limits as they are:
-    /// what the runs a Pending job has left depend on.
-    fn key(&self, arm: usize, g: u64, keys: &[Matched], list: &[usize], reach: bool) -> Key {
-        let limit = |l: Option<u32>, runs: u32| {
-            let l = l.unwrap_or(u32::MAX);
-            u64::from(if reach { l.min(runs) } else { l })
-        };
-        let mut k = [u64::MAX; KEY_WORDS];
-        k[0] = g;
-        for (slot, m) in k[1..].iter_mut().zip(keys) {
-            *slot = match m.rule {
-                Some(r) => match self.rules[arm].get(m.policy).and_then(|rs| rs.get(r)) {
-                    Some(&(id, l)) => u64::from(id) << 32 | limit(l, m.runs),
-                    None => u64::MAX - 1,
-                },
-                // The first policy of the list whose default retries takes the job's
-                // unmatched failures (docs/engines.md); the defaults' actions say which one it is.
-                None => {
-                    let taken = list
-                        .iter()
-                        .filter_map(|&p| self.default_of[arm].get(p))
-                        .find(|d| d.action == Action::Retry);
-                    let l = taken.map_or(u64::from(u32::MAX), |d| limit(d.limit, m.runs));
-                    u64::from(self.defaults[arm]) << 32 | l
-                }
-            };
-        }
-        Key(k)
-    }
-}
-
-/// A hasher for [`Key`]s, which hash as one folded word: that word (SipHash cost more than
-/// the replay the lookup saves).
-#[derive(Default, Clone, Copy)]
-struct KeyHasher(u64);
-
-impl std::hash::Hasher for KeyHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        }
-    }
-
-    fn write_u64(&mut self, n: u64) {
-        self.0 = n;
-    }
-}
-
-type BuildKeyHasher = std::hash::BuildHasherDefault<KeyHasher>;
-
-/// The distinct keys of a job's candidates so far, each with its outcome: a list while
-/// there are a few, a map past that (a map for every job cost a tenth of the bench's
-/// 100-candidate sweep: 1.83 s against 1.65 s CPU).
-#[derive(Default)]
-struct Seen {
-    few: Vec<(Key, usize)>,
-    many: HashMap<Key, usize, BuildKeyHasher>,
-}
-
-impl Seen {
-    const FEW: usize = 16;
-
-    fn get(&self, k: &Key) -> Option<usize> {
-        if self.many.is_empty() {
-            self.few.iter().find(|(f, _)| f == k).map(|&(_, j)| j)
-        } else {
-            self.many.get(k).copied()
-        }
-    }
-
-    fn insert(&mut self, k: Key, j: usize) {
-        if self.few.len() < Self::FEW {
-            self.few.push((k, j));
-            return;
-        }
-        if self.many.is_empty() {
-            self.many.extend(self.few.iter().copied());
-        }
-        self.many.insert(k, j);
-    }
 }
 
 /// The baseline's side of a job, under one scheduler setting.
@@ -373,106 +191,6 @@ impl Tallies {
         }
         for (mine, theirs) in self.arms.iter_mut().zip(&part.arms) {
             mine.merge(theirs);
-        }
-    }
-}
-
-/// The fields a rule's matching reads (docs/engines.md): a vary of any of them gives candidates
-/// different matchers; `defaultPolicyName` gives jobs a different list.
-const MATCHING: [&str; 13] = [
-    "onConditions",
-    "onExitCodes",
-    "operator",
-    "values",
-    "onTerminationMessage",
-    "pattern",
-    "onFailureCategory",
-    "onFailureSubcategory",
-    "onCategory",
-    "onSubcategory",
-    "containerName",
-    "includeInitContainers",
-    "defaultPolicyName",
-];
-
-/// Whether every candidate of `varies` matches each run as the others do: no vary touches a
-/// field matching reads, nor the default policy. Then each run is matched once for all of
-/// them (the sweep's fast path; which rule matches a run does not depend on limits,
-/// actions or backoff).
-///
-/// A `categorizer:` vary is left out: it changes the categories the runs carry, not the
-/// policies' matchers, and [`pass`] matches the runs of each categorizer apart (candidates
-/// of two categorizers never share a table, a key or a replay).
-pub fn shares_matching(varies: &[Vary]) -> bool {
-    varies.iter().filter(|v| v.target != Target::Categorizer).all(|v| {
-        v.path
-            .split('.')
-            .map(|segment| segment.split('[').next().unwrap_or(segment))
-            .all(|field| !MATCHING.contains(&field))
-    })
-}
-
-/// The arms grouped by what a job is replayed once for: their scheduler settings (the
-/// baseline replays once per setting) and their categorizers (the same compiled config, or
-/// none: a group's runs are classified once for all its candidates, and only candidates of one
-/// group share a match table or a replay, the group being part of their keys: another
-/// categorizer gives runs other categories, so other matches).
-struct Groups<'a> {
-    /// The distinct scheduler settings: 0 is the source's.
-    settings: Vec<Option<&'a Settings>>,
-    /// Each arm's index into `settings`.
-    set_of: Vec<usize>,
-    /// The candidates by categorizer.
-    categorizers: Vec<(Option<&'a Classifier>, Vec<usize>)>,
-    /// Each arm's index into `categorizers`.
-    cat_of: Vec<usize>,
-    /// A side classifies runs: category counts and collisions are kept.
-    categorized: bool,
-}
-
-impl<'a> Groups<'a> {
-    fn of(baseline: &Simulator, arms: &'a [Candidate]) -> Groups<'a> {
-        let mut settings: Vec<Option<&Settings>> = vec![None];
-        let set_of: Vec<usize> = arms
-            .iter()
-            .map(|a| match a.settings.as_ref() {
-                None => 0,
-                Some(s) => match settings.iter().position(|g| *g == Some(s)) {
-                    Some(i) => i,
-                    None => {
-                        settings.push(Some(s));
-                        settings.len() - 1
-                    }
-                },
-            })
-            .collect();
-        let mut categorizers: Vec<(Option<&Classifier>, Vec<usize>)> = Vec::new();
-        let mut cat_of = vec![0usize; arms.len()];
-        for (i, a) in arms.iter().enumerate() {
-            let c = a.simulator.categorizer();
-            let same = |k: &Option<&Classifier>| match (k, c) {
-                (None, None) => true,
-                (Some(k), Some(c)) => std::ptr::eq(*k, c),
-                _ => false,
-            };
-            match categorizers.iter().position(|(k, _)| same(k)) {
-                Some(at) => {
-                    categorizers[at].1.push(i);
-                    cat_of[i] = at;
-                }
-                None => {
-                    cat_of[i] = categorizers.len();
-                    categorizers.push((c, vec![i]));
-                }
-            }
-        }
-        let categorized = baseline.categorizer().is_some() || categorizers.iter().any(|(c, _)| c.is_some());
-        Groups {
-            settings,
-            set_of,
-            categorizers,
-            cat_of,
-            categorized,
         }
     }
 }
@@ -669,7 +387,7 @@ impl Job<'_, '_> {
         // are (two that share an outcome may not share these: a limit the recorded runs do not
         // reach still bounds the runs to come).
         let mut left: Vec<(Option<Key>, usize, u32)> = Vec::new();
-        let mut seen = Seen::default();
+        let mut seen = KeyedOutcomes::default();
         for &i in members {
             let arm = &arms[i];
             let g = groups.set_of[i];

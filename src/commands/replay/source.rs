@@ -23,14 +23,15 @@ use crate::lookout::executor_text::Hints;
 use crate::lookout::export_source::{ExportSource, ExportState};
 use crate::lookout::{cluster, db, Export};
 use crate::output::history::write_summary;
-use crate::output::mode::Baseline as BaselineFrom;
+use crate::output::mode::Baseline;
+use crate::replay::baseline_from::BaselineFrom;
 use crate::replay::json_lines::Scratch;
 use crate::replay::partial::Lookout;
 use crate::replay::source::{Body, Digest, Either, Entry, Files, HistorySource, OneQueue};
 
 use super::lookout::{history_named, lookout_filter, no_job, no_job_in_lookout, now, FilterFlags, SET_LOOKOUT_DB};
 use super::policy_set::load_from_cluster;
-use super::sides::{BaselinePolicies, Sides};
+use super::sides::Sides;
 
 /// A source with the entries read ahead of the replay handed out first.
 pub struct ReadAhead<S> {
@@ -304,7 +305,7 @@ pub struct Open<'a> {
 pub struct Opened {
     pub source: Source,
     pub baseline: Option<Simulator>,
-    pub from: BaselineFrom,
+    pub from: Baseline,
     pub about: About,
     /// An empty history let through by `--allow-empty` (the source ended with no entry).
     pub empty: bool,
@@ -389,8 +390,8 @@ pub fn open(ctx: &mut Context, sides: &Sides, open: Open<'_>) -> anyhow::Result<
         // `--baseline-from-cluster` beside `--history`: the cluster's policies from the
         // database (`check_flags` let `--lookout-db` through for that alone), the jobs from
         // the file.
-        let db = match (&sides.baseline.policies, &args.lookout_db) {
-            (BaselinePolicies::Cluster, Some(Some(dsn))) => Some(db::connect_with(
+        let db = match (sides.baseline.from, &args.lookout_db) {
+            (BaselineFrom::Cluster, Some(Some(dsn))) => Some(db::connect_with(
                 dsn,
                 parse_timeout(&ctx.global.timeout)?,
                 cluster::CLUSTER_TABLES,
@@ -529,15 +530,15 @@ fn baseline_of(
     sides: &Sides,
     db: Option<&db::Db>,
     queue: Option<&str>,
-) -> anyhow::Result<Option<(Option<Simulator>, BaselineFrom)>> {
-    let (BaselinePolicies::Cluster, Some(db)) = (&sides.baseline.policies, db) else {
-        return Ok(Some((sides.baseline.simulator().cloned(), BaselineFrom::Files)));
+) -> anyhow::Result<Option<(Option<Simulator>, Baseline)>> {
+    let (BaselineFrom::Cluster, Some(db)) = (sides.baseline.from, db) else {
+        return Ok(Some((sides.baseline.simulator().cloned(), Baseline::Files)));
     };
     let state = cluster::read(db)?;
     let retry_policies = sides.spec.sides.retry_policies.as_deref();
     Ok(
         load_from_cluster(ctx, state, retry_policies, queue, sides.baseline.engine)?
-            .map(|b| (Some(sides.baseline.attach(b)), BaselineFrom::Cluster)),
+            .map(|b| (Some(sides.baseline.attach(b)), Baseline::Cluster)),
     )
 }
 

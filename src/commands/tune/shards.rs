@@ -1,6 +1,6 @@
 //! A sharded `tune`'s end (docs/past-one-machine.md): `merge`'s partials of one run, their
 //! tallies folded as one process folds its sweep, then its ranking and output
-//! ([`super::finish`]).
+//! ([`super::finish::finish`]).
 //!
 //! Owns: that ending. Must not: read or check the partials (that is `merge`, and
 //! `commands::replay::merged`), rank or render.
@@ -21,7 +21,8 @@ use crate::replay::partial::{Item, Partial};
 use crate::replay::run::Options;
 use crate::tune::sweep::{SweepFold, Tallies};
 
-use super::{finish, TuneRun};
+use super::finish::finish;
+use super::record::TuneRun;
 
 /// A sharded tune's partials: the shards' tallies folded as one process folds them, then its
 /// ranking and output (`tune::finish`).

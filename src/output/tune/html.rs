@@ -111,7 +111,7 @@ pub(super) fn html(view: &TuneView<'_>) -> String {
     let _ = writeln!(
         b,
         "<p>Baseline ({}): <span class=\"est\">≈ {:.1}</span> expected successes, cost {}.</p>{compute}{explained}</section>",
-        esc(view.baseline_from.words()),
+        esc(baseline_words(view.baseline_from)),
         base.expected_succeeded,
         esc(&signed_nanos(base.cost_nanos))
     );

@@ -57,7 +57,7 @@ pub(super) fn markdown(view: &TuneView<'_>) -> String {
     let _ = writeln!(
         m,
         "\n**Baseline** ({}): ≈ {:.1} expected successes, cost {}.",
-        view.baseline_from.words(),
+        baseline_words(view.baseline_from),
         base.expected_succeeded,
         signed_nanos(base.cost_nanos)
     );

@@ -27,10 +27,10 @@ mod table;
 mod view;
 mod words;
 
-pub use view::{BaselineFrom, Skipped, TuneView, TOP};
+pub use view::{Skipped, TuneView, TOP};
 pub use words::{
-    none_recommended, pick_refusal, pick_rejected_warning, pick_unexplained_refusal, pick_verdict_line, pick_warning,
-    PICK_UNEXPLAINED_HINT,
+    error_words, none_recommended, pick_refusal, pick_rejected_warning, pick_unexplained_refusal, pick_verdict_line,
+    pick_warning, values_words, PICK_UNEXPLAINED_HINT,
 };
 
 use std::io::{self, Write};

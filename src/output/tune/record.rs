@@ -103,7 +103,7 @@ pub fn document(view: &TuneView<'_>) -> Value {
     let mut tune = json!({
         "jobs": view.jobs,
         "errors": view.errors,
-        "baselineFrom": view.baseline_from.as_str(),
+        "baselineFrom": baseline_name(view.baseline_from),
         "baseline": {
             "final": finals_json(&r.baseline.finals),
             "expectedSucceeded": r.baseline.expected_succeeded,

@@ -1,11 +1,13 @@
 //! The view `tune` hands its output ([`TuneView`]: the ranked search and what it was asked),
-//! with its parts ([`Skipped`], [`BaselineFrom`], [`TOP`]) and the figures every format reads
-//! off a candidate alike (GPU-hours, collisions, the limits it breaks).
+//! with its parts ([`Skipped`], [`TOP`]), where its baseline came from in a document and in
+//! words ([`baseline_name`], [`baseline_words`]) and the figures every format reads off a
+//! candidate alike (GPU-hours, collisions, the limits it breaks).
 //!
 //! Owns: those types and figures. Must not: write any format (that is `table`, `record`,
 //! `markdown`, `html`), or count and rank (`tune::rank`); every format file imports it.
 
 use crate::replay::backtest::Backtest;
+use crate::replay::baseline_from::BaselineFrom;
 use crate::replay::compare::hours;
 use crate::tune::rank::{Excluded, Ranked, Scored};
 use crate::tune::CandidateError;
@@ -23,32 +25,27 @@ pub struct Skipped {
     pub errors: Vec<CandidateError>,
 }
 
-/// Where the baseline came from (`baselineFrom`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub enum BaselineFrom {
-    /// The template as written (no `--baseline`).
-    Template,
-    /// `--baseline FILES`.
-    Files,
-    /// `--baseline-from-cluster`.
-    Cluster,
+/// Where the baseline came from, as json and yaml name it (`baselineFrom`). A search's
+/// baseline is the template, `--baseline`'s files or the cluster's; the other two are named
+/// all the same.
+pub(super) fn baseline_name(from: BaselineFrom) -> &'static str {
+    match from {
+        BaselineFrom::Template => "template",
+        BaselineFrom::Files => "files",
+        BaselineFrom::Cluster => "cluster",
+        BaselineFrom::NoPolicy => "no-policy",
+        BaselineFrom::None => "none",
+    }
 }
 
-impl BaselineFrom {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            BaselineFrom::Template => "template",
-            BaselineFrom::Files => "files",
-            BaselineFrom::Cluster => "cluster",
-        }
-    }
-
-    pub(super) fn words(self) -> &'static str {
-        match self {
-            BaselineFrom::Template => "the template as written",
-            BaselineFrom::Files => "the --baseline files",
-            BaselineFrom::Cluster => "what the cluster runs (its Lookout database)",
-        }
+/// Where the baseline came from, in words (the table, markdown and html say it).
+pub(super) fn baseline_words(from: BaselineFrom) -> &'static str {
+    match from {
+        BaselineFrom::Template => "the template as written",
+        BaselineFrom::Files => "the --baseline files",
+        BaselineFrom::Cluster => "what the cluster runs (its Lookout database)",
+        BaselineFrom::NoPolicy => "no policy (the engine's default path)",
+        BaselineFrom::None => "no baseline",
     }
 }
 

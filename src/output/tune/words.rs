@@ -1,5 +1,6 @@
 //! What tune's formats say alike: the recommendation in words, the line when the estimates
-//! alone decided it, the constraints, the inputs, `--pick`'s warning.
+//! alone decided it, the constraints, the inputs, `--pick`'s warning, and a candidate's values
+//! and errors as stderr says them.
 //!
 //! Owns: those sentences. Must not: count or rank.
 
@@ -8,6 +9,7 @@ use crate::model::failure_history::Final;
 use crate::replay::explained::Explained;
 use crate::suggest::verdict::Decision;
 use crate::tune::rank::{EstimatesDecide, Excluded, Ranked};
+use crate::tune::CandidateError;
 
 use crate::output::lines;
 use crate::output::words::{recorded_words, seconds_words, signed_nanos};
@@ -194,7 +196,7 @@ pub(super) fn inputs(view: &TuneView<'_>) -> (String, String) {
         "tune: {}{skipped} over {}{shard}; baseline: {}",
         plural(r.candidates.len() as u64, "candidate", "candidates"),
         plural(view.jobs, "job", "jobs"),
-        view.baseline_from.words(),
+        baseline_words(view.baseline_from),
     );
     (head, format!("constraints: lost ≤ {}, {compute}", view.max_lost))
 }
@@ -267,4 +269,24 @@ pub(super) fn without_estimate_line(r: &Ranked) -> Option<String> {
             r.candidates.len()
         )
     })
+}
+
+/// A candidate's values, as stderr names it: `ml:spec.retryLimit=3, ml:spec.defaultAction=Fail`.
+pub fn values_words(values: &[(String, String)]) -> String {
+    values
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// One error of a candidate, placed by its policy and field path when it has them.
+pub fn error_words(e: &CandidateError) -> String {
+    let at = match (&e.name, e.path.is_empty()) {
+        (Some(n), false) => format!("policy `{n}`: {}: ", e.path),
+        (Some(n), true) => format!("policy `{n}`: "),
+        (None, false) => format!("{}: ", e.path),
+        (None, true) => String::new(),
+    };
+    format!("{at}{}", e.message)
 }

@@ -8,6 +8,7 @@ use crate::engine::EngineFrom;
 use crate::engine::EngineKind;
 use crate::input::SourceFile;
 use crate::model::{ApiVersion, Kind};
+use crate::replay::baseline_from::BaselineFrom;
 
 /// What a side's files say of the engine: whether they hold a RetryPolicy document, and
 /// whether every one is today's Armada's (`armadaproject.io/v1beta1`).
@@ -66,18 +67,6 @@ pub enum CandidateDialect {
     Proposed,
 }
 
-/// Where the baseline's documents come from, for the rule.
-#[derive(Debug, Clone, Copy)]
-pub enum BaselineDialect {
-    /// `--baseline FILES`.
-    Files(Dialect),
-    /// `--baseline-from-cluster`: no file; it takes the other side's dialect, and alone
-    /// (`suggest`) today's Armada's, whose server stores it.
-    Cluster,
-    /// No baseline.
-    None,
-}
-
 /// The engine the documents of `sides` pick (docs/engines.md "Which engine decides"):
 /// `upstream` when every RetryPolicy document among them is today's Armada's and there is
 /// one, `design` otherwise. [`engine`] applies it to a comparison's two sides; `watch`, whose
@@ -94,21 +83,24 @@ pub fn of_files(sides: &[Dialect]) -> EngineKind {
 /// always wins; else `upstream` when every RetryPolicy document of the sides is today's
 /// Armada's and there is one, `design` otherwise (the only engine that reads both dialects);
 /// a side with no file takes the other side's dialect, and a proposal its baseline's: the
-/// cluster's is today's Armada's, and with no baseline at all the design's.
+/// cluster's is today's Armada's, and with no baseline at all the design's. `b`: the dialect
+/// of the baseline's files (read only when it comes from `--baseline FILES`).
 pub fn engine(
     flag: Option<EngineKind>,
     candidate: CandidateDialect,
-    baseline: BaselineDialect,
+    baseline: BaselineFrom,
+    b: Dialect,
 ) -> (EngineKind, EngineFrom) {
     if let Some(e) = flag {
         return (e, EngineFrom::Flag);
     }
     match (candidate, baseline) {
-        (CandidateDialect::Files(c), BaselineDialect::Files(b)) => (of_files(&[c, b]), EngineFrom::Baseline(b.words())),
+        (CandidateDialect::Files(c), BaselineFrom::Files) => (of_files(&[c, b]), EngineFrom::Baseline(b.words())),
         (CandidateDialect::Files(c), _) => (of_files(&[c]), EngineFrom::NoBaseline),
-        (CandidateDialect::Proposed, BaselineDialect::Files(b)) => (of_files(&[b]), EngineFrom::Baseline(b.words())),
-        (CandidateDialect::Proposed, BaselineDialect::Cluster) => (EngineKind::Upstream, EngineFrom::Cluster),
-        (CandidateDialect::Proposed, BaselineDialect::None) => (EngineKind::Design, EngineFrom::NoBaseline),
+        (CandidateDialect::Proposed, BaselineFrom::Files) => (of_files(&[b]), EngineFrom::Baseline(b.words())),
+        // No file: the cluster's server stores today's Armada's policies.
+        (CandidateDialect::Proposed, BaselineFrom::Cluster) => (EngineKind::Upstream, EngineFrom::Cluster),
+        (CandidateDialect::Proposed, _) => (EngineKind::Design, EngineFrom::NoBaseline),
     }
 }
 
@@ -131,38 +123,29 @@ mod tests {
         let v1beta1 = dialect(true, true, true);
         let none = dialect(false, true, false);
         let files = CandidateDialect::Files;
+        // The baseline: from files of a dialect, or from no file (their dialect: none).
+        let given = |d| (BaselineFrom::Files, d);
+        let (cluster, no_baseline) = ((BaselineFrom::Cluster, none), (BaselineFrom::None, none));
         let cases = [
-            (files(v1beta1), BaselineDialect::Files(v1beta1), EngineKind::Upstream),
-            (files(v1beta1), BaselineDialect::Files(v1), EngineKind::Design),
-            (files(v1), BaselineDialect::None, EngineKind::Design),
+            (files(v1beta1), given(v1beta1), EngineKind::Upstream),
+            (files(v1beta1), given(v1), EngineKind::Design),
+            (files(v1), no_baseline, EngineKind::Design),
             // A side with no file takes the other's dialect.
-            (files(v1beta1), BaselineDialect::Cluster, EngineKind::Upstream),
-            (files(v1), BaselineDialect::Cluster, EngineKind::Design),
+            (files(v1beta1), cluster, EngineKind::Upstream),
+            (files(v1), cluster, EngineKind::Design),
             // No RetryPolicy at all: the design's.
-            (files(none), BaselineDialect::Cluster, EngineKind::Design),
-            (files(none), BaselineDialect::Files(v1beta1), EngineKind::Upstream),
+            (files(none), cluster, EngineKind::Design),
+            (files(none), given(v1beta1), EngineKind::Upstream),
             // suggest: its baseline's.
-            (
-                CandidateDialect::Proposed,
-                BaselineDialect::Files(v1beta1),
-                EngineKind::Upstream,
-            ),
-            (
-                CandidateDialect::Proposed,
-                BaselineDialect::Files(v1),
-                EngineKind::Design,
-            ),
-            (
-                CandidateDialect::Proposed,
-                BaselineDialect::Cluster,
-                EngineKind::Upstream,
-            ),
-            (CandidateDialect::Proposed, BaselineDialect::None, EngineKind::Design),
+            (CandidateDialect::Proposed, given(v1beta1), EngineKind::Upstream),
+            (CandidateDialect::Proposed, given(v1), EngineKind::Design),
+            (CandidateDialect::Proposed, cluster, EngineKind::Upstream),
+            (CandidateDialect::Proposed, no_baseline, EngineKind::Design),
         ];
-        for (c, b, want) in cases {
-            assert_eq!(engine(None, c, b).0, want, "{c:?} {b:?}");
+        for (c, (from, b), want) in cases {
+            assert_eq!(engine(None, c, from, b).0, want, "{c:?} {from:?} {b:?}");
             assert_eq!(
-                engine(Some(EngineKind::Design), c, b),
+                engine(Some(EngineKind::Design), c, from, b),
                 (EngineKind::Design, EngineFrom::Flag)
             );
         }

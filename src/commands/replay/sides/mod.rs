@@ -35,12 +35,13 @@ use crate::engine::{EngineFrom, EngineKind};
 use crate::error::CliError;
 use crate::input::SourceFile;
 use crate::model::{Kind, Resource};
+use crate::replay::baseline_from::BaselineFrom;
 use crate::replay::{self, sides::PolicySets};
 
 use super::policy_set::{build, load_from_server, policy_set, Side, Unusable};
 pub use categorizer::{attach, compile, compiled, Categorizer, RECORDED};
 use categorizer::{borrow_rule, Named};
-use dialect::{BaselineDialect, CandidateDialect, Dialect};
+use dialect::{CandidateDialect, Dialect};
 use files::{read_side, SideFiles};
 pub use settings::Settings;
 pub use spec::{BacktestAt, CandidateFrom, ReplaySpec, SidesSpec};
@@ -145,24 +146,14 @@ pub struct Candidate {
     pub sim: Option<Simulator>,
 }
 
-/// Where the baseline's policies come from, each (but the cluster's) with its categorizer
-/// attached.
-pub enum BaselinePolicies {
-    /// No baseline: a plain replay.
-    None,
-    /// `--baseline FILES`.
-    Given(Box<Simulator>),
-    /// `tune` without a baseline: the template as written.
-    Template(Box<Simulator>),
-    /// `suggest` without a baseline: no policy, the engine's default path.
-    NoPolicy(Box<Simulator>),
-    /// `--baseline-from-cluster`: read from Lookout's database when the source opens it.
-    Cluster,
-}
-
-/// The baseline side: its policies, the engine that evaluates them and its categorizer.
+/// The baseline side: where its policies come from, their policy set, the engine that
+/// evaluates them and its categorizer.
 pub struct Baseline {
-    pub policies: BaselinePolicies,
+    pub from: BaselineFrom,
+    /// Its policy set, its categorizer attached, when it is known before the history is
+    /// opened: `--baseline`'s, `tune`'s template as written or `suggest`'s no policy; `None`
+    /// without a baseline, and for the cluster's (read when the source opens it).
+    pub sim: Option<Simulator>,
     pub engine: EngineKind,
     pub categorizer: Option<Categorizer>,
     /// `--baseline`'s documents (valid), without its categorizer document.
@@ -172,19 +163,13 @@ pub struct Baseline {
 impl Baseline {
     /// Its policy set, when it is known before the history is opened.
     pub fn simulator(&self) -> Option<&Simulator> {
-        match &self.policies {
-            BaselinePolicies::Given(s) | BaselinePolicies::Template(s) | BaselinePolicies::NoPolicy(s) => Some(s),
-            BaselinePolicies::None | BaselinePolicies::Cluster => None,
-        }
+        self.sim.as_ref()
     }
 
     /// `--baseline`'s policy set: the one whose queues a candidate's files do not name are
     /// replayed under ([`candidate_side`]).
     pub fn given(&self) -> Option<&Simulator> {
-        match &self.policies {
-            BaselinePolicies::Given(s) => Some(s),
-            _ => None,
-        }
+        self.sim.as_ref().filter(|_| self.from == BaselineFrom::Files)
     }
 
     /// Whether it is a policy the cluster ran, whose fit to the record is counted
@@ -192,7 +177,7 @@ impl Baseline {
     pub fn explains(&self) -> bool {
         // tune's template as written is the search's starting point, not a record of what
         // the cluster ran: it is not held to the record either.
-        matches!(self.policies, BaselinePolicies::Given(_) | BaselinePolicies::Cluster)
+        matches!(self.from, BaselineFrom::Files | BaselineFrom::Cluster)
     }
 
     /// The cluster's policy set with the baseline's categorizer.
@@ -262,11 +247,22 @@ pub fn resolve(ctx: &mut Context, replay: ReplaySpec) -> anyhow::Result<Option<S
         .map_or(engine, Simulator::engine);
     let baseline_engine = spec.baseline_engine.unwrap_or(engine);
     let template = candidates.first().map_or(&[][..], |c| &c.1[..]);
-    let policies = baseline_policies(spec, &baseline_files, template, &baseline_categorizer, baseline_engine)?;
-    let today = match &policies {
-        BaselinePolicies::Given(today) => Some(&**today),
-        _ => None,
+    let from = baseline_from(spec);
+    let baseline = Baseline {
+        from,
+        sim: baseline_policies(
+            from,
+            spec,
+            &baseline_files,
+            template,
+            &baseline_categorizer,
+            baseline_engine,
+        )?,
+        engine: baseline_engine,
+        categorizer: baseline_categorizer,
+        files: baseline_files,
     };
+    let today = baseline.given();
     let candidates = candidates
         .into_iter()
         .map(|(name, files, categorizer, sim)| {
@@ -286,12 +282,7 @@ pub fn resolve(ctx: &mut Context, replay: ReplaySpec) -> anyhow::Result<Option<S
     Ok(Some(Sides {
         spec: replay,
         candidates,
-        baseline: Baseline {
-            policies,
-            engine: baseline_engine,
-            categorizer: baseline_categorizer,
-            files: baseline_files,
-        },
+        baseline,
         engine,
         engine_from,
         settings: settings.for_engine(engine, &mut *ctx.err)?,
@@ -348,12 +339,21 @@ fn pick_engine(
             CandidateFrom::Proposed => CandidateDialect::Proposed,
             _ => CandidateDialect::Files(Dialect::of(&files)),
         },
-        match (baseline, spec.baseline_from_cluster) {
-            (Some(b), _) => BaselineDialect::Files(Dialect::of(&b.files)),
-            (None, true) => BaselineDialect::Cluster,
-            (None, false) => BaselineDialect::None,
-        },
+        baseline_from(spec),
+        Dialect::of(baseline.map_or(&[][..], |b| &b.files[..])),
     )
+}
+
+/// Where the spec takes the baseline's policies from: `--baseline`'s files, else the
+/// cluster's, else `tune`'s template as written or `suggest`'s no policy; else none.
+fn baseline_from(spec: &SidesSpec) -> BaselineFrom {
+    match &spec.candidate {
+        _ if !spec.baseline.is_empty() => BaselineFrom::Files,
+        _ if spec.baseline_from_cluster => BaselineFrom::Cluster,
+        CandidateFrom::Template(_) => BaselineFrom::Template,
+        CandidateFrom::Proposed => BaselineFrom::NoPolicy,
+        _ => BaselineFrom::None,
+    }
 }
 
 /// Each side's categorizer named (its flag or the document among its files, never both)
@@ -388,31 +388,27 @@ fn name_categorizers<'s>(
     Ok((named, baseline))
 }
 
-/// The baseline's policy set as the spec names it, with its categorizer: `--baseline`'s
-/// files, the cluster's (read when the source opens), `tune`'s template as written, or no
-/// policy (`suggest` without a baseline).
+/// The baseline's policy set, from where it comes, with its categorizer: `--baseline`'s
+/// files, `tune`'s template as written, or no policy (`suggest` without a baseline); none
+/// without a baseline, and for the cluster's (read when the source opens).
 fn baseline_policies(
+    from: BaselineFrom,
     spec: &SidesSpec,
     files: &[SourceFile],
     template: &[SourceFile],
     categorizer: &Option<Categorizer>,
     engine: EngineKind,
-) -> anyhow::Result<BaselinePolicies> {
+) -> anyhow::Result<Option<Simulator>> {
     let retry_policies = spec.retry_policies.as_deref();
-    let with_categorizer = |sim| Box::new(attach(sim, compiled(categorizer.as_ref())));
-    Ok(match &spec.candidate {
-        _ if !spec.baseline.is_empty() => {
-            BaselinePolicies::Given(with_categorizer(build(files, retry_policies, engine, Side::Baseline)?))
-        }
-        _ if spec.baseline_from_cluster => BaselinePolicies::Cluster,
-        CandidateFrom::Template(_) => {
-            BaselinePolicies::Template(with_categorizer(template_baseline(template, retry_policies, engine)?))
-        }
-        CandidateFrom::Proposed => {
+    let with_categorizer = |sim| Some(attach(sim, compiled(categorizer.as_ref())));
+    Ok(match from {
+        BaselineFrom::Files => with_categorizer(build(files, retry_policies, engine, Side::Baseline)?),
+        BaselineFrom::Template => with_categorizer(template_baseline(template, retry_policies, engine)?),
+        BaselineFrom::NoPolicy => {
             let none = Simulator::new(Vec::new(), Vec::new(), None).map_err(CliError::invalid)?;
-            BaselinePolicies::NoPolicy(with_categorizer(none.with_engine(engine)))
+            with_categorizer(none.with_engine(engine))
         }
-        _ => BaselinePolicies::None,
+        BaselineFrom::Cluster | BaselineFrom::None => None,
     })
 }
 
