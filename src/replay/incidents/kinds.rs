@@ -249,7 +249,7 @@ type Fast<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
 /// span's failing jobs each has, and, by name and window start, how the count of the window's
 /// failing jobs with a failed run of it changes there (as [`super::Detector`] keeps `k`): so
 /// that a window's counts are known for any window found at the end, in the same pass.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(
     rename_all = "camelCase",
     deny_unknown_fields,
@@ -260,104 +260,11 @@ struct Names {
     ids: Fast<String, u32>,
     names: Vec<String>,
     jobs: Vec<u64>,
-    /// By id: the window starts where the count rises (a job's run of windows begins) and
-    /// where it falls (the start after the run ends), each with how many jobs.
-    ups: Vec<Steps>,
-    downs: Vec<Steps>,
+    /// By `(id, window start)`: the change of the window's count there.
+    deltas: Fast<(u32, i64), i64>,
     /// A name past the cap was met.
     past: bool,
 }
-
-/// Window starts with a count each, appended as the jobs come: in the order of the source,
-/// which is mostly the order of time, so that an append lands where the last one did and a
-/// start met again right after is added to in place. Sorted and folded when it has doubled
-/// since it last was (a map of every name's every start took a hash and a probe of a table
-/// of millions per job and name, the most of the mix's cost).
-#[derive(Debug, Clone, Default)]
-struct Steps {
-    v: Vec<(i64, u64)>,
-    folded: usize,
-}
-
-impl Steps {
-    fn add(&mut self, start: i64, n: u64) {
-        if let Some(last) = self.v.last_mut().filter(|l| l.0 == start) {
-            last.1 += n;
-            return;
-        }
-        self.v.push((start, n));
-        if self.v.len() > 2 * self.folded + 64 {
-            self.fold();
-        }
-    }
-
-    /// Sorted by start, each start once.
-    fn fold(&mut self) {
-        self.v.sort_unstable_by_key(|e| e.0);
-        self.v.dedup_by(|b, a| {
-            let same = a.0 == b.0;
-            if same {
-                a.1 += b.1;
-            }
-            same
-        });
-        self.folded = self.v.len();
-    }
-
-    fn folded(&self) -> Vec<(i64, u64)> {
-        let mut s = self.clone();
-        s.fold();
-        s.v
-    }
-}
-
-/// By id, the change at each window start (ups less downs), sorted, the zeros left out: what
-/// a partial writes and what the windows' counts are read from.
-fn net(ups: &[Steps], downs: &[Steps]) -> Vec<(u32, i64, i64)> {
-    let mut out = Vec::new();
-    for (id, (u, d)) in ups.iter().zip(downs).enumerate() {
-        let (u, d) = (u.folded(), d.folded());
-        let (mut i, mut j) = (0, 0);
-        while i < u.len() || j < d.len() {
-            let (start, delta) = match (u.get(i), d.get(j)) {
-                (Some(a), Some(b)) if a.0 == b.0 => {
-                    (i, j) = (i + 1, j + 1);
-                    (a.0, a.1 as i64 - b.1 as i64)
-                }
-                (Some(a), Some(b)) if a.0 < b.0 => {
-                    i += 1;
-                    (a.0, a.1 as i64)
-                }
-                (Some(a), None) => {
-                    i += 1;
-                    (a.0, a.1 as i64)
-                }
-                (_, Some(b)) => {
-                    j += 1;
-                    (b.0, -(b.1 as i64))
-                }
-                (None, None) => unreachable!("the loop ends first"),
-            };
-            if delta != 0 {
-                out.push((id as u32, start, delta));
-            }
-        }
-    }
-    out
-}
-
-/// Two parts are equal when they name the same names in the same order with the same counts
-/// and changes, however their changes were appended.
-impl PartialEq for Names {
-    fn eq(&self, o: &Names) -> bool {
-        self.names == o.names
-            && self.jobs == o.jobs
-            && self.past == o.past
-            && net(&self.ups, &self.downs) == net(&o.ups, &o.downs)
-    }
-}
-
-impl Eq for Names {}
 
 /// [`Names`] as a partial writes it: the ids are the places in `names`, the changes sorted.
 #[derive(Serialize, Deserialize)]
@@ -372,24 +279,11 @@ struct NamesRecord {
 
 impl From<NamesRecord> for Names {
     fn from(r: NamesRecord) -> Names {
-        let n = r.names.len();
-        let (mut ups, mut downs) = (vec![Steps::default(); n], vec![Steps::default(); n]);
-        for (id, start, d) in r.deltas {
-            // An id past the names (no partial retryctl writes) has no name to count under:
-            // its change is left out.
-            if let (Some(u), Some(w)) = (ups.get_mut(id as usize), downs.get_mut(id as usize)) {
-                match d > 0 {
-                    true => u.add(start, d.unsigned_abs()),
-                    false => w.add(start, d.unsigned_abs()),
-                }
-            }
-        }
         Names {
             ids: r.names.iter().enumerate().map(|(i, n)| (n.clone(), i as u32)).collect(),
             names: r.names,
             jobs: r.failing_jobs,
-            ups,
-            downs,
+            deltas: r.deltas.into_iter().map(|(id, s, d)| ((id, s), d)).collect(),
             past: r.past,
         }
     }
@@ -397,10 +291,12 @@ impl From<NamesRecord> for Names {
 
 impl From<Names> for NamesRecord {
     fn from(n: Names) -> NamesRecord {
+        let mut deltas: Vec<(u32, i64, i64)> = n.deltas.into_iter().map(|((id, s), d)| (id, s, d)).collect();
+        deltas.sort_unstable();
         NamesRecord {
-            deltas: net(&n.ups, &n.downs),
             names: n.names,
             failing_jobs: n.jobs,
+            deltas,
             past: n.past,
         }
     }
@@ -419,8 +315,6 @@ impl Names {
         self.ids.insert(name.to_string(), id);
         self.names.push(name.to_string());
         self.jobs.push(0);
-        self.ups.push(Steps::default());
-        self.downs.push(Steps::default());
         id
     }
 
@@ -430,29 +324,26 @@ impl Names {
         if id == PAST {
             return;
         }
-        let at = id as usize;
-        self.jobs[at] += 1;
-        let (ups, downs) = (&mut self.ups[at], &mut self.downs[at]);
+        self.jobs[id as usize] += 1;
+        let deltas = &mut self.deltas;
         window_runs(steps, |a, b| {
-            ups.add(a, 1);
-            downs.add(b + 1, 1);
+            bump(deltas, (id, a), 1);
+            bump(deltas, (id, b + 1), -1);
         });
     }
 
     /// Another unit's or shard's names, met after these (the first met stay the first).
     fn merge(&mut self, o: &Names) {
         let ids: Vec<u32> = o.names.iter().map(|n| self.id(n)).collect();
-        for (k, &id) in ids.iter().enumerate() {
-            if id == PAST {
-                continue;
+        for (&id, n) in ids.iter().zip(&o.jobs) {
+            if id != PAST {
+                self.jobs[id as usize] += n;
             }
-            let at = id as usize;
-            self.jobs[at] += o.jobs[k];
-            for &(start, n) in &o.ups[k].v {
-                self.ups[at].add(start, n);
-            }
-            for &(start, n) in &o.downs[k].v {
-                self.downs[at].add(start, n);
+        }
+        for (&(oid, step), d) in &o.deltas {
+            let id = ids[oid as usize];
+            if id != PAST {
+                bump(&mut self.deltas, (id, step), *d);
             }
         }
         self.past |= o.past || ids.contains(&PAST);
@@ -462,7 +353,8 @@ impl Names {
     /// starting there (those over 0).
     fn at(&self, starts: &[i64]) -> Vec<HashMap<u32, u64>> {
         let mut out = vec![HashMap::new(); starts.len()];
-        let all = net(&self.ups, &self.downs);
+        let mut all: Vec<(u32, i64, i64)> = self.deltas.iter().map(|(&(id, s), &d)| (id, s, d)).collect();
+        all.sort_unstable();
         for run in all.chunk_by(|a, b| a.0 == b.0) {
             let id = run[0].0;
             let (mut k, mut next) = (0i64, 0);
@@ -482,6 +374,25 @@ impl Names {
     /// Of `counts`, the id with most jobs ([`top`]).
     fn top(&self, counts: &HashMap<u32, u64>) -> Option<(u32, u64)> {
         top(counts.iter().map(|(&id, &n)| (id, self.names[id as usize].as_str(), n))).map(|(id, _, n)| (id, n))
+    }
+}
+
+/// Adds `d` to the change at `key`, a change that comes to 0 taken out where it is made: the
+/// map holds no 0 whatever the order of adds and merges (a pass over the whole map at each
+/// merge of a unit made the merges quadratic in the units).
+fn bump(deltas: &mut Fast<(u32, i64), i64>, key: (u32, i64), d: i64) {
+    match deltas.entry(key) {
+        std::collections::hash_map::Entry::Occupied(mut e) => {
+            *e.get_mut() += d;
+            if *e.get() == 0 {
+                e.remove();
+            }
+        }
+        std::collections::hash_map::Entry::Vacant(e) => {
+            if d != 0 {
+                e.insert(d);
+            }
+        }
     }
 }
 
