@@ -1,5 +1,5 @@
 //! Connection hygiene for `serve` (docs/serve.md): a cap on open connections below the process's
-//! file limit, and an idle timeout that closes a connection on which no byte moved for a
+//! file limit ([`max_connections`], which `watch`'s server shares: `close_oldest`), and an idle timeout that closes a connection on which no byte moved for a
 //! while (a client that opens a socket and sends nothing, or half a request, or keeps an
 //! idle keep-alive connection), so that idle sockets can never lock new clients out.
 //!
@@ -19,9 +19,10 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::{Instant, Sleep};
 
-/// The open-connection cap when none is configured: the soft file limit minus room for the
-/// database, the log and the listener, at least 16.
-pub fn default_max_connections() -> usize {
+/// The open-connection cap of a server (serve's when none is configured, watch's always):
+/// the soft file limit less the `reserved` descriptors the process keeps for itself (the
+/// database, the log, the listener, files it writes), at least 16 and at most 65,536.
+pub fn max_connections(reserved: usize) -> usize {
     #[cfg(unix)]
     {
         let mut lim = libc::rlimit {
@@ -31,11 +32,15 @@ pub fn default_max_connections() -> usize {
         // SAFETY: getrlimit writes into the struct it is given.
         if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } == 0 {
             let soft = usize::try_from(lim.rlim_cur).unwrap_or(usize::MAX);
-            return soft.saturating_sub(64).clamp(16, 65_536);
+            return soft.saturating_sub(reserved).clamp(16, 65_536);
         }
     }
     1024
 }
+
+/// The descriptors serve keeps back from its connections: the database, the log and the
+/// listener.
+pub const SERVE_RESERVED: usize = 64;
 
 /// A listener that holds a permit per open connection and wraps each in [`Guarded`].
 pub struct GuardedListener {
@@ -56,7 +61,10 @@ impl GuardedListener {
     /// The next connection, once fewer than the cap are open.
     pub async fn accept(&self) -> (Guarded, std::net::SocketAddr) {
         // At the cap, stop accepting: new clients wait in the kernel's backlog until an idle
-        // connection times out, instead of the process running out of descriptors.
+        // connection times out, instead of the process running out of descriptors. Refused,
+        // not closed as `close_oldest` closes watch's oldest: a serve connection may hold a
+        // write in flight, and the idle timeout frees the stalled ones; watch's answers are
+        // scrapes of milliseconds, and it has no idle timeout.
         let permit = self
             .permits
             .clone()

@@ -6,7 +6,8 @@
 //! check) and `hygiene` (the dialect header, the 1 MiB body limit of `body`, turning a
 //! handler panic into a 500 with the error body, the one-line request log with credentials
 //! in the query masked); `config` is what the command asked for. Connections are
-//! `accept`'s and `conn`'s (HTTP/2 is `http2`'s; an HTTP/1.1 request's framing as sent,
+//! `accept`'s and `conn`'s (`watch`'s plain HTTP/1.1 server, which closes its oldest
+//! connection at the cap, `close_oldest`'s; HTTP/2 is `http2`'s; an HTTP/1.1 request's framing as sent,
 //! `framing`'s); every request goes through `dispatch`
 //! (framing checks, the hot reads answered with these same checks, the list of requests in
 //! flight), and its body through `body`'s deadline, before the router sees it; `grpc`
@@ -22,6 +23,7 @@
 mod accept;
 pub mod api;
 mod body;
+mod close_oldest;
 mod config;
 mod conn;
 mod dispatch;
@@ -44,6 +46,7 @@ use crate::error::CliError;
 use crate::wire::Dialect;
 
 pub use body::{BODY_READ_TIMEOUT, MAX_BODY};
+pub use close_oldest::{serve_closing_oldest, Bounds};
 pub use config::{Config, TlsFiles};
 pub use dispatch::{InFlight, Requests};
 use guard::{authenticate, AcceptedCredentials, Guard};
@@ -151,7 +154,9 @@ impl Server {
             config.body_read_timeout,
             config.dialect,
         ));
-        let max = config.max_connections.unwrap_or_else(conn::default_max_connections);
+        let max = config
+            .max_connections
+            .unwrap_or_else(|| conn::max_connections(conn::SERVE_RESERVED));
         Ok(Server {
             listener: conn::GuardedListener::new(listener, max, config.idle_timeout),
             options: accept::Options {

@@ -4,7 +4,7 @@
 //!
 //! Owns: [`Cursor`] (the last job counted, in the order (`last_transition_time`, `job_id`) of
 //! Lookout's index), [`REREAD`], where reading starts within the database's clock
-//! ([`on_the_database_clock`]), and [`Seen`] (the jobs counted within [`REREAD`] of the
+//! ([`on_the_database_clock`]), and [`CountedJobs`] (the jobs counted within [`REREAD`] of the
 //! cursor: each a (time, 64-bit hash of its id) pair, so that memory follows the rate of jobs
 //! over five minutes, not the number of jobs ever seen). Must not: read Lookout or a clock:
 //! times are given, in microseconds since the Unix epoch, as Lookout stores them.
@@ -30,7 +30,7 @@ pub struct Cursor {
 
 /// The jobs counted within [`REREAD`] of the cursor.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Seen {
+pub struct CountedJobs {
     jobs: BTreeSet<(i64, u64)>,
 }
 
@@ -40,7 +40,7 @@ pub fn hash(job: &str) -> u64 {
     xxhash_rust::xxh3::xxh3_64(job.as_bytes())
 }
 
-impl Seen {
+impl CountedJobs {
     /// Whether the job `job` of time `at` was counted.
     pub fn contains(&self, at: i64, job: &str) -> bool {
         self.jobs.contains(&(at, hash(job)))
@@ -70,8 +70,8 @@ impl Seen {
     }
 
     /// The set of `pairs` (read back from `--state`).
-    pub fn of_pairs(pairs: impl IntoIterator<Item = (i64, u64)>) -> Seen {
-        Seen {
+    pub fn of_pairs(pairs: impl IntoIterator<Item = (i64, u64)>) -> CountedJobs {
+        CountedJobs {
             jobs: pairs.into_iter().collect(),
         }
     }
@@ -149,7 +149,7 @@ pub fn on_the_database_clock(
 /// After a page is counted: the cursor moves to `last` when it is further (a page read again
 /// from before the cursor leaves it), and the jobs it leaves `span` (the re-read span) behind
 /// are forgotten.
-pub fn advance(cursor: &mut Option<Cursor>, seen: &mut Seen, last: Cursor, span: i64) {
+pub fn advance(cursor: &mut Option<Cursor>, seen: &mut CountedJobs, last: Cursor, span: i64) {
     if cursor.as_ref().is_none_or(|c| last > *c) {
         *cursor = Some(last);
     }
@@ -169,7 +169,7 @@ mod tests {
     #[test]
     fn a_poll_reads_five_minutes_back_and_skips_what_it_counted() {
         let mut cursor = None;
-        let mut seen = Seen::default();
+        let mut seen = CountedJobs::default();
         assert_eq!(read_from(cursor.as_ref(), at(100), REREAD), at(100));
         for (t, id) in [(101, "a"), (102, "b"), (103, "c")] {
             seen.insert(at(t), id);
@@ -288,14 +288,14 @@ mod tests {
         let mut cursor = Some(Cursor { at: 5, job: "b".into() });
         advance(
             &mut cursor,
-            &mut Seen::default(),
+            &mut CountedJobs::default(),
             Cursor { at: 5, job: "c".into() },
             REREAD,
         );
         assert_eq!(cursor.as_ref().map(|c| c.job.as_str()), Some("c"));
         advance(
             &mut cursor,
-            &mut Seen::default(),
+            &mut CountedJobs::default(),
             Cursor { at: 5, job: "a".into() },
             REREAD,
         );

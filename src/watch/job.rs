@@ -2,10 +2,10 @@
 //! and under each candidate, with the same engines and categorizers `simulate --baseline`
 //! gives the same sides, then added to the counters.
 //!
-//! Owns: [`see`] (one job → [`Seen`]:
+//! Owns: [`see`] (one job → [`SeenJob`]:
 //! the retries today's policy granted, by rule, whether the job failed anyway and what the
 //! runs those retries started cost, whether the record contradicts today's policy, and each
-//! candidate's change) and [`count`] (a [`Seen`] into [`Counters`]). Must not: read Lookout,
+//! candidate's change) and [`count`] (a [`SeenJob`] into [`Counters`]). Must not: read Lookout,
 //! a clock or a file, or decide what a side is (the command resolves the sides); a job is
 //! compared by `replay::run::compare`'s own per-job step (`compare_job`), so that a window's
 //! counters are `simulate --baseline`'s numbers over the same jobs.
@@ -56,7 +56,7 @@ pub struct Shadow {
 
 /// One job, seen.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Seen {
+pub struct SeenJob {
     pub job: String,
     pub queue: String,
     /// Every retry today's policy granted, in run order.
@@ -96,7 +96,7 @@ pub fn see(
     history: &mut FailureHistory,
     reclassify: &mut Reclassify,
     sign: fn(&Run) -> String,
-) -> Result<Seen, String> {
+) -> Result<SeenJob, String> {
     // The contradiction checks need the summary's detail; the decisions are the outcome's.
     let asks = Asks {
         baseline_detail: Detail::Summary,
@@ -110,7 +110,7 @@ pub fn see(
     let baseline = &today.report;
     let mut recorded = Recorded::default();
     recorded.add(history);
-    let mut seen = Seen {
+    let mut seen = SeenJob {
         job: history.job.id.clone(),
         queue: history.job.queue.clone().unwrap_or_default(),
         retries: retries(baseline, &today.categories, history, sign),
@@ -204,13 +204,13 @@ fn shadow(diff: JobDiff) -> Shadow {
 /// when today's policy failed it anyway, as futile, by rule and category, with their runs' GPU
 /// and CPU time), its collisions (and those the record shows ran) and contradiction, and each candidate's change and GPU time
 /// under the candidate's name.
-pub fn count(counters: &mut Counters, seen: &Seen, outcome: Outcome, names: &[String]) {
+pub fn count(counters: &mut Counters, seen: &SeenJob, outcome: Outcome, names: &[String]) {
     let q = seen.queue.as_str();
     counters.add(Family::Jobs, &[q, outcome.as_str()], 1);
     for r in &seen.retries {
         counters.add(Family::Retries, &[q, r.rule.as_str()], 1);
         if seen.failed {
-            // The signature as it is: `Window::bound_signatures` keeps a queue's 20 most
+            // The signature as it is: `HourlySums::bound_signatures` keeps a queue's 20 most
             // futile of the window, the others `other`, before the page is counted.
             let labels = [q, r.rule.as_str(), r.category.as_str(), r.signature.as_str()];
             counters.add(Family::FutileRetries, &labels, 1);
@@ -288,7 +288,7 @@ mod tests {
         }
     }
 
-    fn seen(today: u32, candidate: u32, h: &mut FailureHistory) -> Seen {
+    fn seen(today: u32, candidate: u32, h: &mut FailureHistory) -> SeenJob {
         let sets = PolicySets {
             baseline: sim(today),
             candidates: vec![Candidate {
@@ -306,7 +306,7 @@ mod tests {
     const HOUR_OF_2_GPUS: u128 = 3600 * 1_000_000_000 * 2000;
 
     /// Each candidate's change and its GPU time saved, added and lost.
-    fn shadows(s: &Seen) -> Vec<Option<(Change, u128, u128, u128)>> {
+    fn shadows(s: &SeenJob) -> Vec<Option<(Change, u128, u128, u128)>> {
         s.shadows
             .iter()
             .map(|x| x.as_ref().map(|x| (x.change, x.gpu_saved, x.gpu_added, x.gpu_lost)))

@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::window::HOUR;
+use super::hour::HOUR;
 
 /// The terminal jobs of each queue behind the re-read span, by hour, as the last poll counted
 /// them.

@@ -6,7 +6,8 @@
 //! and which jobs were counted), [`waiting`] (the jobs read before their record was
 //! complete), [`late`] (the jobs Lookout wrote behind the span each poll reads again),
 //! [`window`] (the last `--window` as hourly sums, which a candidate's verdict is
-//! judged on, and what an hour is by suggest's incident rule), [`mix`] (an hour's failing
+//! judged on; an [`hour`] of them), [`hour_kind`] (what an hour is, by suggest's incident
+//! rule), [`mix`] (an hour's failing
 //! jobs by job set, signature and node, bounded), [`state`] (what `--state` holds, as text) and [`schedule`] (the wait after a
 //! poll, `/healthz`). Pure, as `replay` is: no I/O, clock, environment or randomness; the
 //! command (`commands::watch`) polls, serves and writes the file, `output::watch` renders
@@ -14,6 +15,8 @@
 //! and `engine`; imports nothing above it.
 
 pub mod cursor;
+pub mod hour;
+pub mod hour_kind;
 pub mod job;
 pub mod late;
 pub mod metrics;

@@ -16,18 +16,18 @@
 //! `signature="unknown"`.
 //! Times are integers (`start` and `cursor.at` microseconds since the Unix epoch, as Lookout
 //! stores them; `lastPollSuccess` milliseconds); `counted` is the pairs of
-//! [`super::cursor::Seen`] as base64 of 16 little-endian bytes each (time, hash): a burst of
+//! [`super::cursor::CountedJobs`] as base64 of 16 little-endian bytes each (time, hash): a burst of
 //! jobs costs 16 bytes a job, not a JSON array's 40; a counter's value is a decimal string,
 //! since device time passes what a JSON number holds exactly.
 
 use base64::Engine as _;
 use serde_json::{json, Map, Value};
 
-use super::cursor::{Cursor, Seen};
+use super::cursor::{CountedJobs, Cursor};
 use super::late::Behind;
 use super::metrics::{Counters, Family};
 use super::waiting::Waiting;
-use super::window::Window;
+use super::window::HourlySums;
 
 const KIND: &str = "retryctl watch state";
 const VERSION: u64 = 2;
@@ -63,7 +63,7 @@ struct Doc {
     #[serde(default)]
     waiting: Option<Vec<WaitRow>>,
     #[serde(default)]
-    window: Option<Window>,
+    window: Option<HourlySums>,
     #[serde(default)]
     behind: Option<Behind>,
 }
@@ -75,14 +75,14 @@ pub struct State {
     /// when `watch` first ran. Read while no job is counted.
     pub start: i64,
     pub cursor: Option<Cursor>,
-    pub seen: Seen,
+    pub seen: CountedJobs,
     pub counters: Counters,
     /// When a poll last succeeded (milliseconds since the Unix epoch).
     pub last_success: Option<i64>,
     /// The jobs read terminal whose record was not complete yet.
     pub waiting: Waiting,
     /// The last `--window` of jobs counted, as hourly sums.
-    pub window: Window,
+    pub window: HourlySums,
     /// The jobs behind the re-read span, as the last poll counted them (`late`).
     pub behind: Behind,
 }
@@ -206,7 +206,7 @@ impl State {
                 u64::from_le_bytes(hash.try_into().unwrap_or_default()),
             )
         };
-        let seen = Seen::of_pairs(bytes.chunks_exact(16).map(pair));
+        let seen = CountedJobs::of_pairs(bytes.chunks_exact(16).map(pair));
         let mut counters = Counters::default();
         let list = v.counters.as_array().ok_or("`counters` is not a list")?;
         for (i, c) in list.iter().enumerate() {
@@ -315,7 +315,7 @@ mod tests {
             gpu_lost: 1,
             diff,
         };
-        let mut seen = crate::watch::job::Seen {
+        let mut seen = crate::watch::job::SeenJob {
             job: "j".into(),
             queue: "ml".into(),
             retries: Vec::new(),

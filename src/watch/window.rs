@@ -5,18 +5,13 @@
 //! on the numbers `simulate --baseline` would print for those jobs. One entry an hour, so
 //! bounded whatever the jobs seen.
 //!
-//! The same sums say what an hour is ([`Window::kind_of_hour`]): suggest's rule,
-//! docs/reference/suggest.md "Incidents", on hours instead of 10-minute steps, by
-//! `replay::incidents::kinds`' own functions: the expected count by hour of day once the
-//! window's hours fall on 3 UTC days, then an unusual hour's kind by its failing jobs' mix
-//! (`mix`: by job set, signature and node, bounded) against the window's.
+//! The same sums say what an hour is ([`HourlySums::kind_of_hour`], by [`hour_kind`]'s rule),
+//! and rank each queue's signatures by their futile retries over the window
+//! ([`HourlySums::top_signatures`]), which bounds the `signature` label of the futile-retry
+//! counters ([`HourlySums::bound_signatures`]).
 //!
-//! The same sums rank each queue's signatures by their futile retries over the window
-//! ([`Window::top_signatures`]), which bounds the `signature` label of the futile-retry
-//! counters ([`Window::bound_signatures`]).
-//!
-//! Owns: [`Window`] and [`Hour`]. Must not: judge a candidate (the command judges the sums by
-//! suggest's rules) or read a clock.
+//! Owns: [`HourlySums`] (an [`Hour`] is [`hour`]'s). Must not: judge a candidate (the command
+//! judges the sums by suggest's rules) or read a clock.
 
 use std::collections::BTreeMap;
 
@@ -24,94 +19,24 @@ use serde::{Deserialize, Serialize};
 
 use crate::replay::compare::Comparison;
 use crate::replay::explained::Explained;
-use crate::replay::incidents::kinds::{self, Expected, Grid, Kind, Top, Tops};
+use crate::replay::incidents::kinds::Kind;
 
-use super::job::Seen;
-use super::metrics::{Busy, Counters, Family, OTHER_SIGNATURE, TOP_SIGNATURES};
-use super::mix::{HourMix, Tally};
-
-/// An hour, in microseconds.
-pub const HOUR: i64 = 3_600 * 1_000_000;
-
-/// The hours counted before an hour that it is judged against, at least: a watch that
-/// started an hour ago has no rate to call an hour unusual against.
-pub const INCIDENT_HOURS_BEFORE: i64 = 24;
-
-/// One hour's sums.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Hour {
-    /// Jobs counted whose record holds a failed run (a verdict's sample).
-    pub failed_jobs: u64,
-    /// Each candidate's comparison with today's policy, by its name.
-    pub candidates: BTreeMap<String, Comparison>,
-    /// The failed runs of the jobs counted, by queue.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub failed_runs: BTreeMap<String, u64>,
-    /// The hour was found an incident window, and its failed runs counted as the incident's.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub incident: bool,
-    /// The futile retries of the jobs counted, by queue, then by the signature of the run
-    /// retried ([`HOUR_SIGNATURES`] of them at most, the rest under `other`): which of a queue's
-    /// signatures have a `signature` label of their own.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub futile: BTreeMap<String, BTreeMap<String, u64>>,
-    /// The jobs with a failed run by job set, signature and node: what tells an unusual hour's
-    /// kind.
-    #[serde(default, skip_serializing_if = "HourMix::is_empty")]
-    pub mix: HourMix,
-}
-
-/// What the hour of the last job counted is, as the gauges say it.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum Active {
-    /// Not unusual (or not judged yet).
-    #[default]
-    Usual,
-    /// An incident window.
-    Incident,
-    /// Unusual, and no incident: a job set's burst or a surge of the usual mix.
-    Busy(Busy),
-}
-
-impl Active {
-    pub fn is_incident(self) -> bool {
-        self == Active::Incident
-    }
-
-    /// The kind of a busy hour.
-    pub fn busy(self) -> Option<Busy> {
-        match self {
-            Active::Busy(b) => Some(b),
-            _ => None,
-        }
-    }
-}
-
-/// The signatures an hour keeps for a queue, at most: the hour's sums stay bounded whatever
-/// the messages.
-pub const HOUR_SIGNATURES: usize = 200;
-
-/// Adds `n` futile retries of `signature` to a queue's signatures of an hour.
-fn add_futile(of: &mut BTreeMap<String, u64>, signature: &str, n: u64) {
-    let key = match of.contains_key(signature) || of.len() < HOUR_SIGNATURES {
-        true => signature,
-        false => OTHER_SIGNATURE,
-    };
-    *of.entry(key.to_string()).or_default() += n;
-}
+use super::hour::{add_futile, Hour, HOUR};
+use super::hour_kind::{self, Active};
+use super::job::SeenJob;
+use super::metrics::{Counters, Family, OTHER_SIGNATURE, TOP_SIGNATURES};
 
 /// The hours counted, by their start (microseconds since the Unix epoch).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(transparent)]
-pub struct Window {
+pub struct HourlySums {
     hours: BTreeMap<i64, Hour>,
 }
 
-impl Window {
+impl HourlySums {
     /// Adds the job `seen`, which reached its terminal state at `at`, under each candidate's
-    /// name (`names`, in [`Seen::shadows`]' order).
-    pub fn add(&mut self, at: i64, seen: &Seen, names: &[String]) {
+    /// name (`names`, in [`SeenJob::shadows`]' order).
+    pub fn add(&mut self, at: i64, seen: &SeenJob, names: &[String]) {
         let hour = self.hours.entry(at.div_euclid(HOUR) * HOUR).or_default();
         hour.failed_jobs += u64::from(seen.failed_runs > 0);
         if seen.failed_runs > 0 {
@@ -141,7 +66,7 @@ impl Window {
     }
 
     /// Adds another window's hours (a page's, into the state's).
-    pub fn merge(&mut self, other: Window) {
+    pub fn merge(&mut self, other: HourlySums) {
         for (at, hour) in other.hours {
             let mine = self.hours.entry(at).or_default();
             mine.failed_jobs += hour.failed_jobs;
@@ -181,7 +106,7 @@ impl Window {
     }
 
     /// The futile-retry series of `counters` (a page's, each under its run's signature) with
-    /// their `signature` bounded: one of its queue's [`Window::top_signatures`] from `from`
+    /// their `signature` bounded: one of its queue's [`HourlySums::top_signatures`] from `from`
     /// (this window holding the page), or `other`.
     pub fn bound_signatures(&self, counters: &mut Counters, from: i64) {
         let mut tops: BTreeMap<String, Vec<String>> = BTreeMap::new();
@@ -205,12 +130,12 @@ impl Window {
         }
     }
 
-    /// Adds a page's hours, as [`Window::merge`], and says the failed runs that count as an
+    /// Adds a page's hours, as [`HourlySums::merge`], and says the failed runs that count as an
     /// incident's, by queue: every failed run of an hour the first time it is found an
-    /// incident window ([`Window::kind_of_hour`], judged from `from`), then the page's
+    /// incident window ([`HourlySums::kind_of_hour`], judged from `from`), then the page's
     /// own of an hour found so before. So that the count is the runs of the incident hours,
     /// whatever pages the jobs came in.
-    pub fn merge_counting_incidents(&mut self, page: Window, from: i64) -> BTreeMap<String, u64> {
+    pub fn merge_counting_incidents(&mut self, page: HourlySums, from: i64) -> BTreeMap<String, u64> {
         let added: Vec<(i64, BTreeMap<String, u64>)> =
             page.hours.iter().map(|(at, h)| (*at, h.failed_runs.clone())).collect();
         self.merge(page);
@@ -263,96 +188,27 @@ impl Window {
         self.hours.is_empty()
     }
 
-    /// What the hour holding `at` is, by suggest's rule (docs/reference/suggest.md
-    /// "Incidents") over the hours from the one holding `from` up to it (an hour with no job
-    /// counts 0): `k`, its jobs with a failed run, is unusual when `k ≥ 5` and
-    /// `P(X ≥ k) < 0.01 / B`, `X ~ Poisson(λ)`, `B` the hours judged, `λ` the mean `k` of the
-    /// same UTC hour of day on the other days once the hours fall on 3 UTC days (else, or with
-    /// none, the mean of all); an unusual hour's kind is told by its mix against theirs
-    /// ([`kinds::kind_of`]). `None`: not unusual, or fewer than [`INCIDENT_HOURS_BEFORE`] hours
-    /// are counted before it.
+    /// What the hour holding `at` is, judged from `from` ([`hour_kind::kind_of_hour`]).
     pub fn kind_of_hour(&self, at: i64, from: i64) -> Option<Kind> {
-        let (hour, first) = (at.div_euclid(HOUR), from.div_euclid(HOUR));
-        if hour - first < INCIDENT_HOURS_BEFORE {
-            return None;
-        }
-        let this = self.hours.get(&(hour * HOUR))?;
-        let span: Vec<&Hour> = self.hours.range(first * HOUR..=hour * HOUR).map(|(_, h)| h).collect();
-        let segments: Vec<(i64, i64, u64)> = self
-            .hours
-            .range(first * HOUR..=hour * HOUR)
-            .filter(|(_, h)| h.failed_jobs > 0)
-            .map(|(at, h)| (at.div_euclid(HOUR), at.div_euclid(HOUR), h.failed_jobs))
-            .collect();
-        let tests = (hour - first + 1) as u64;
-        let expected = Expected::of(Grid::HOURS, &segments, first, hour);
-        let unusual = kinds::unusual_at(hour, this.failed_jobs, &expected, tests)?;
-        let jobs: u64 = span.iter().map(|h| h.failed_jobs).sum();
-        // The hour's top name of a part, and its share of the span's failing jobs.
-        let share = |part: fn(&HourMix) -> &Tally| {
-            let ((), name, n) = kinds::top(part(&this.mix).named().map(|(k, n)| ((), k, n)))?;
-            let of_span: u64 = span.iter().map(|h| part(&h.mix).get(name)).sum();
-            Some(Top {
-                jobs: n,
-                share: of_span as f64 / jobs.max(1) as f64,
-            })
-        };
-        let tops = Tops {
-            set: kinds::top(this.mix.sets.named().map(|(k, n)| ((), k, n))).map(|((), name, n)| {
-                let (queue, job_set) = kinds::split_set(name);
-                (queue, job_set, n)
-            }),
-            signature: share(|m| &m.signatures),
-            node: share(|m| &m.nodes),
-            can_tell: can_tell(&span),
-        };
-        Some(kinds::kind_of(&unusual, tests, &tops))
+        hour_kind::kind_of_hour(&self.hours, at, from)
     }
 
     /// What the hour holding `at` is for the gauges, judged from `from`: an incident once its
-    /// failed runs were counted as one ([`Window::merge_counting_incidents`]), else its kind.
+    /// failed runs were counted as one ([`HourlySums::merge_counting_incidents`]), else its kind.
     pub fn active(&self, at: i64, from: i64) -> Active {
-        if self
-            .hours
-            .get(&(at.div_euclid(HOUR) * HOUR))
-            .is_some_and(|h| h.incident)
-        {
-            return Active::Incident;
-        }
-        match self.kind_of_hour(at, from) {
-            None => Active::Usual,
-            Some(Kind::Incident) => Active::Incident,
-            Some(Kind::Burst { .. }) => Active::Busy(Busy::Burst),
-            Some(Kind::Surge { .. }) => Active::Busy(Busy::Surge),
-        }
+        hour_kind::active(&self.hours, at, from)
     }
-}
-
-/// Whether the mix of `hours` can be told: their failed runs hold more than one signature, or
-/// a node (`kinds::Tops::can_tell`).
-fn can_tell(hours: &[&Hour]) -> bool {
-    let mut one: Option<&str> = None;
-    for h in hours {
-        if !h.mix.nodes.is_empty() || h.mix.signatures.other() > 0 {
-            return true;
-        }
-        for (name, _) in h.mix.signatures.named() {
-            match one {
-                Some(o) if o != name => return true,
-                _ => one = Some(name),
-            }
-        }
-    }
-    false
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::watch::hour::HOUR_SIGNATURES;
+    use crate::watch::metrics::Busy;
     use crate::watch::mix::JobMix;
 
-    fn with(failed: &[(i64, u64)]) -> Window {
-        let mut w = Window::default();
+    fn with(failed: &[(i64, u64)]) -> HourlySums {
+        let mut w = HourlySums::default();
         for &(hour, n) in failed {
             w.hours.insert(
                 hour * HOUR,
@@ -367,7 +223,7 @@ mod tests {
     }
 
     /// Whether the hour holding `at` is an incident, judged from `from`.
-    fn incident(w: &Window, at: i64, from: i64) -> bool {
+    fn incident(w: &HourlySums, at: i64, from: i64) -> bool {
         w.kind_of_hour(at, from) == Some(Kind::Incident)
     }
 
@@ -413,7 +269,7 @@ mod tests {
 
     #[test]
     fn a_queue_s_twenty_most_futile_signatures_keep_their_own_label() {
-        let mut w = Window::default();
+        let mut w = HourlySums::default();
         // 25 signatures on `ml`: `s00` with 25 futile retries, `s01` 24, … `s24` 1; an hour
         // before the window counts for nothing.
         for (k, hour) in [(0, 0), (1, 5)] {
@@ -474,8 +330,8 @@ mod tests {
     /// Three UTC days of 2 failing jobs an hour (`A` and `B`, on nodes `n0`…`n9` in turn, each
     /// hour's pair a job set of its own), then hour 72 with `last`'s jobs: (job set, signature,
     /// node).
-    fn days_then(last: &[(String, &str, String)]) -> Window {
-        let mut w = Window::default();
+    fn days_then(last: &[(String, &str, String)]) -> HourlySums {
+        let mut w = HourlySums::default();
         let mut add = |hour: i64, set: &str, signature: &str, node: &str| {
             let h = w.hours.entry(hour * HOUR).or_default();
             h.failed_jobs += 1;
@@ -549,7 +405,7 @@ mod tests {
         assert_eq!(w.active(72 * HOUR, 0), Active::Incident);
         // A surge counts no incident run.
         let mut w = days_then(&[]);
-        let mut page = Window::default();
+        let mut page = HourlySums::default();
         for (set, signature, node) in &usual {
             let h = page.hours.entry(72 * HOUR).or_default();
             h.failed_jobs += 1;

@@ -116,7 +116,7 @@ struct ReportQuery {
 }
 
 async fn report(State(app): State<App>, Query(q): Query<ReportQuery>) -> Response {
-    let names = &app.watched.names;
+    let names = app.watched.sets.names();
     let which = match q.candidate.as_deref() {
         Some(name) => match names.iter().position(|n| n == name) {
             Some(i) => Some(i),

@@ -9,7 +9,7 @@
 //! written. Must not: poll, serve or count.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 use crate::commands::replay::lookout::now;
@@ -17,10 +17,10 @@ use crate::engine::Settings;
 use crate::replay::explained::MaxContradictions;
 use crate::replay::sides::PolicySets;
 use crate::suggest::verdict::{judge, Decision, Judged};
+use crate::watch::hour_kind::Active;
 use crate::watch::metrics::Counters;
 use crate::watch::schedule::Health;
 use crate::watch::state::State;
-use crate::watch::window::Active;
 use crate::whole_file::{write_whole_with, Mode};
 
 /// What the flags say, checked before anything is read.
@@ -92,8 +92,9 @@ pub(super) struct Shared {
     pub(super) saving: Mutex<()>,
     pub(super) path: PathBuf,
     pub(super) stop: Stop,
-    /// The candidates' names, in order.
-    pub(super) names: Vec<String>,
+    /// Today's policy and the candidates, shared with [`Watched`]: the candidates' names, in
+    /// order, are theirs.
+    pub(super) sets: Arc<PolicySets>,
     pub(super) rule: VerdictRule,
 }
 
@@ -123,7 +124,7 @@ impl Shared {
             cursor: st.cursor.as_ref().map_or(st.start, |c| c.at),
             last_success: st.last_success,
             waiting: st.waiting.len(),
-            verdicts: verdicts(st, &self.names, self.rule, now),
+            verdicts: verdicts(st, &self.sets.names(), self.rule, now),
             active: match &st.cursor {
                 Some(c) => st
                     .window
@@ -222,8 +223,7 @@ pub(super) fn waiting_words(n: usize) -> String {
 /// What the poller needs to replay a job, shared with `/report`.
 pub(super) struct Watched {
     /// Today's policy and the candidates, as every job is replayed under them.
-    pub(super) sets: PolicySets,
-    pub(super) names: Vec<String>,
+    pub(super) sets: Arc<PolicySets>,
     pub(super) settings: Settings,
     pub(super) queues: Vec<String>,
     pub(super) dsn: String,
@@ -245,12 +245,12 @@ mod tests {
     use crate::model::duration::GoDuration;
     use crate::model::failure_history::Final;
     use crate::replay::compare::{JobDiff, Side};
-    use crate::watch::job::{Seen, Shadow};
+    use crate::watch::job::{SeenJob, Shadow};
     use crate::watch::metrics::Change;
 
     /// A job with a failed run that candidate `c.yaml` loses (today's policy saves it), whose
     /// record contradicts today's policy when `contradicted`.
-    fn lost(contradicted: bool) -> Seen {
+    fn lost(contradicted: bool) -> SeenJob {
         let side = |final_state| Side {
             final_state,
             retries: 1,
@@ -267,7 +267,7 @@ mod tests {
             compute_removed: GoDuration::ZERO,
             resources: None,
         };
-        Seen {
+        SeenJob {
             job: "j".into(),
             queue: "ml".into(),
             retries: Vec::new(),
