@@ -83,13 +83,13 @@ pub struct ConnectionSettings {
     pub context: Option<String>,
     pub tls: TlsSettings,
     /// The Armada address given first, before its URL is checked.
-    address: Candidate,
+    address: FirstAddress,
     credentials: Given,
 }
 
 /// The Armada address [`resolve`] found first, checked only by [`ConnectionSettings::server`].
 #[derive(Debug, Clone, PartialEq)]
-enum Candidate {
+enum FirstAddress {
     /// A URL, or a `host:port` taken as `http://`; `from` names its source in messages.
     Url {
         raw: String,
@@ -279,7 +279,7 @@ pub fn resolve(global: &GlobalArgs, env: &Env) -> Result<ConnectionSettings, Cli
         return Err(CliError::usage("`--token` is empty: expected the bearer token"));
     }
     let whose = whose(context.as_deref(), &file);
-    let url = |raw: &String, source: UrlSource, from: String| Candidate::Url {
+    let url = |raw: &String, source: UrlSource, from: String| FirstAddress::Url {
         raw: raw.clone(),
         source,
         from,
@@ -292,7 +292,7 @@ pub fn resolve(global: &GlobalArgs, env: &Env) -> Result<ConnectionSettings, Cli
     } else {
         match context_address(ctx.armada_rest_url.as_ref(), ctx.armada_url.as_ref()) {
             ContextAddress::Url { raw, key } => url(raw, in_context(), format!("`{key}` of {whose}")),
-            ContextAddress::Grpc(raw) => Candidate::Grpc {
+            ContextAddress::Grpc(raw) => FirstAddress::Grpc {
                 raw: raw.clone(),
                 source: in_context(),
                 from: format!("`armadaUrl` of {whose}"),
@@ -577,12 +577,12 @@ impl ConnectionSettings {
     /// The Armada server: the address [`resolve`] found first, checked.
     pub fn server(&self) -> Result<Endpoint, CliError> {
         match &self.address {
-            Candidate::Url { raw, source, from } if is_grpc(raw) => Ok(Endpoint {
+            FirstAddress::Url { raw, source, from } if is_grpc(raw) => Ok(Endpoint {
                 address: Address::Grpc(grpc_url(raw, from)?),
                 source: source.clone(),
                 url_auth: None,
             }),
-            Candidate::Url { raw, source, from } => {
+            FirstAddress::Url { raw, source, from } => {
                 let (url, url_auth) = server_url(raw, ARMADA_URL, from)?;
                 Ok(Endpoint {
                     address: Address::Rest(url),
@@ -590,7 +590,7 @@ impl ConnectionSettings {
                     url_auth,
                 })
             }
-            Candidate::Grpc {
+            FirstAddress::Grpc {
                 raw,
                 source,
                 from,

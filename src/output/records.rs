@@ -342,7 +342,7 @@ pub fn busy_entry(w: &crate::replay::incidents::Window, kind: &crate::replay::in
 /// The incident windows a replay found or was given, and what they left out of the estimates
 /// (docs/reference/suggest.md "Incidents"), with the bursts and surges found and learned from
 /// (as suggest's `bursts` and `surges`); `None` without a window of any kind.
-pub fn incidents_json(s: Option<&crate::replay::incidents::Seen>) -> Option<Value> {
+pub fn incidents_json(s: Option<&crate::replay::incidents::SeenIncidents>) -> Option<Value> {
     let s = s.filter(|s| !s.windows.is_empty() || !s.busy.is_empty())?;
     let windows: Vec<Value> = s
         .windows

@@ -319,7 +319,7 @@ pub fn failed_expectations(s: &Summary, id: impl Fn(&str) -> String) -> String {
 /// or was given some: `3 windows, 265 of 1456 failed runs (18.2%); 120 trials left out of the
 /// estimates`; then the bursts and surges it learned from, as suggest tells them (`busy,
 /// learned from: job set ml/sweep-17's burst, a surge`).
-pub fn incidents_line(s: &crate::replay::incidents::Seen) -> Option<String> {
+pub fn incidents_line(s: &crate::replay::incidents::SeenIncidents) -> Option<String> {
     if s.windows.is_empty() && s.busy.is_empty() {
         return None;
     }

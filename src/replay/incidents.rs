@@ -524,7 +524,7 @@ impl Look {
 /// them of all it counted, and the trials left out (docs/estimates.md); and the bursts and
 /// surges it found and learned from, as suggest finds them.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Seen {
+pub struct SeenIncidents {
     pub windows: Vec<Window>,
     pub busy: Vec<(Window, Kind)>,
     pub failed_runs: u64,

@@ -33,7 +33,7 @@ use crate::input::SourceFile;
 use super::backtest::Backtest;
 use super::compare::{ByClass, Comparison, JobDiff, Steps};
 use super::estimate::{Estimate, FailureClass, PendingSet, Rates, Sums};
-use super::incidents::Seen;
+use super::incidents::SeenIncidents;
 use super::source::Progress;
 use super::summary::Summary;
 
@@ -102,7 +102,7 @@ pub struct Estimates {
     pub backtest: Option<Backtest>,
     /// With incidents looked for (docs/reference/suggest.md "Incidents"): the windows and
     /// what they left out of the rates.
-    pub incidents: Option<Seen>,
+    pub incidents: Option<SeenIncidents>,
 }
 
 impl Estimates {

@@ -48,12 +48,12 @@ use crate::replay::estimate::{PendingSet, Rates};
 use crate::replay::explained::Explained;
 use crate::replay::parallel::{for_each_ordered, Decoded, Emitted, Processed};
 use crate::replay::partial::Recorder;
+use crate::replay::policy_sets::{PolicySet, PolicySets};
 use crate::replay::recorded::Recorded;
 use crate::replay::run::{
     as_side, fallback, record, replay_classified, runs_left_matched, tally_job_with, Collect, CompareTally, Fallback,
     Fallbacks, Finished, JobFacts, NoAnswer, NotReplayed, Options, SideAsks, Taken, TrialCount,
 };
-use crate::replay::sides::{Candidate, PolicySets};
 use crate::replay::sink::Message;
 use crate::replay::source::{HistorySource, Progress};
 
@@ -109,7 +109,7 @@ pub struct Swept {
     pub rates: Rates,
     pub backtest: Option<Backtest>,
     /// With incidents looked for: what they left out of the rates.
-    pub incidents: Option<crate::replay::incidents::Seen>,
+    pub incidents: Option<crate::replay::incidents::SeenIncidents>,
     /// Some job got the policies given on the command line (no queue, or one not given).
     pub used_given: bool,
     /// The record's own totals (every candidate's comparison holds them too).
@@ -308,7 +308,7 @@ fn replay_bases(
 
 /// One job against every arm: what `pass`'s worker holds for it.
 struct Job<'j, 'a> {
-    arms: &'j [Candidate],
+    arms: &'j [PolicySet],
     groups: &'j Groups<'a>,
     ids: &'j Ids,
     shared: bool,
@@ -794,7 +794,7 @@ mod tests {
             std::fs::write(&path, history(&mut d, 300)).unwrap();
             let baseline = Fields::drawn(&mut d).sim();
             let template = Fields::drawn(&mut d);
-            let candidates: Vec<Candidate> = (0..100)
+            let candidates: Vec<PolicySet> = (0..100)
                 .map(|_| {
                     let (global, enabled) = match d.below(5) {
                         0 => (Some(2), None),
@@ -809,7 +809,7 @@ mod tests {
                         global_max_retries: global,
                         ..Overrides::default()
                     };
-                    Candidate {
+                    PolicySet {
                         name: String::new(),
                         simulator: template.varied(&mut d).sim(),
                         settings: global.map(|_| overrides.apply(&config)),

@@ -16,9 +16,9 @@ use crate::model::duration::GoDuration;
 use crate::model::failure_history::{FailureHistory, Final, Outcome as RunOutcome, Run};
 use crate::replay::categorize::Reclassify;
 use crate::replay::compare::{request_time, JobDiff, Transition};
+use crate::replay::policy_sets::PolicySets;
 use crate::replay::recorded::Recorded;
 use crate::replay::run::{compare_job, Asks};
-use crate::replay::sides::PolicySets;
 
 use super::metrics::{Change, Counters, Family, Outcome, ADDED, LOST, NO_CATEGORY, SAVED};
 use super::mix::JobMix;
@@ -242,7 +242,7 @@ mod tests {
     use crate::engine::simulator::Simulator;
     use crate::model::failure_history::{Container, Job, Resources, Run};
     use crate::model::test_policies;
-    use crate::replay::sides::Candidate;
+    use crate::replay::policy_sets::PolicySet;
 
     fn sim(limit: u32) -> Simulator {
         let yaml = format!(
@@ -291,7 +291,7 @@ mod tests {
     fn seen(today: u32, candidate: u32, h: &mut FailureHistory) -> SeenJob {
         let sets = PolicySets {
             baseline: sim(today),
-            candidates: vec![Candidate {
+            candidates: vec![PolicySet {
                 name: "c.yaml".into(),
                 simulator: sim(candidate),
                 settings: None,

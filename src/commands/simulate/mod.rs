@@ -59,11 +59,11 @@ use crate::output::stderr::{invalid_text, Stderr};
 use crate::output::Format;
 use crate::replay::compare::Comparison;
 use crate::replay::partial::{fingerprint, Header, Recorder};
+use crate::replay::policy_sets::{OneCandidate, PolicySets};
 use crate::replay::recorded::Recorded;
 use crate::replay::run::{compare, replay, NoAnswer, Options, Out};
 use crate::replay::shard::Shard;
 use crate::replay::shard_ids::Tap;
-use crate::replay::sides::{OneCandidate, PolicySets};
 use crate::replay::source::HistorySource;
 use crate::replay::summary::Summary;
 
@@ -242,7 +242,7 @@ pub struct SimulateRun {
     /// `--skip-invalid`: entries not replayed are counted and said, and exit 0.
     #[serde(default)]
     pub skip_invalid: bool,
-    /// What the replay assumed of the scheduler, said on stderr (`Settings::assumed`): the
+    /// What the replay assumed of the scheduler, said on stderr (`SchedulerSettings::assumed`): the
     /// merge says it again.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scheduler: Option<String>,

@@ -26,9 +26,9 @@ use crate::output::Format;
 use crate::replay::backtest::Backtest;
 use crate::replay::explained::MaxContradictions;
 use crate::replay::incidents::{Detected, Look, Windows};
+use crate::replay::policy_sets::OneCandidate;
 use crate::replay::run::{compare_inspected, replay, NoAnswer, Options, Out};
-use crate::replay::sides::OneCandidate;
-use crate::replay::source::copy::{Again, Copy};
+use crate::replay::source::copy::{Copy, ReadAgain};
 use crate::replay::source::{Either, OneQueue};
 use crate::suggest::check::RuleCheck;
 use crate::suggest::queues::ByQueue;
@@ -193,7 +193,7 @@ pub(super) fn histories(
 
 /// What pass 2 reads as `read`: a copy of pass 1's, or the files again (with the
 /// command's scheduler config and overrides).
-fn open(histories: &Histories, pass: &Pass1, read: Read, sides: &Sides) -> anyhow::Result<Again> {
+fn open(histories: &Histories, pass: &Pass1, read: Read, sides: &Sides) -> anyhow::Result<ReadAgain> {
     let copy = match (read, &histories.whole) {
         (Read::Test, _) => pass.test.as_ref().or(histories.copied.as_ref()),
         (Read::Whole, Whole::Copy) => pass.copy.as_ref(),
@@ -225,7 +225,7 @@ fn open(histories: &Histories, pass: &Pass1, read: Read, sides: &Sides) -> anyho
 
 impl Pass2<'_> {
     /// What pass 2 reads as `read` (see [`open`]).
-    pub(super) fn open(&self, read: Read) -> anyhow::Result<Again> {
+    pub(super) fn open(&self, read: Read) -> anyhow::Result<ReadAgain> {
         open(self.histories, self.pass, read, self.sides)
     }
 
@@ -238,7 +238,7 @@ impl Pass2<'_> {
         (err, style): (&mut dyn Write, Style),
         doc: &mut view::Doc,
         out: &mut dyn Write,
-        source: Again,
+        source: ReadAgain,
         check: Option<&RuleCheck>,
         by_queue: Option<&ByQueue>,
     ) -> anyhow::Result<view::Captured> {
@@ -290,7 +290,7 @@ impl Pass2<'_> {
     }
 
     /// The baseline's own expected GPU-hours over its Pending jobs of `path`: a plain replay.
-    pub(super) fn pending_gpu_hours(&self, style: Style, source: Again) -> anyhow::Result<f64> {
+    pub(super) fn pending_gpu_hours(&self, style: Style, source: ReadAgain) -> anyhow::Result<f64> {
         let options = Options {
             backtest_at: None,
             shard: None,

@@ -22,7 +22,7 @@ use crate::output::style::Style;
 use crate::output::suggest::{self as view, Report};
 use crate::output::Format;
 use crate::replay::backtest::Backtest;
-use crate::replay::sides::{OneCandidate, PolicySets};
+use crate::replay::policy_sets::{OneCandidate, PolicySets};
 use crate::suggest::check::RuleCheck;
 use crate::suggest::documents;
 use crate::suggest::nodes::{suspects, Suspect};
@@ -169,7 +169,7 @@ fn proposal_head(doc: &mut view::Doc, out: &mut dyn Write, s: &Suggest, made: &M
 
 /// What pass 2 replays: the baseline and the proposal, as the sides make every verb's.
 fn policy_sets(sides: &Sides, baseline: &Simulator, proposal: &Proposal) -> OneCandidate {
-    let proposed = crate::replay::sides::Candidate {
+    let proposed = crate::replay::policy_sets::PolicySet {
         name: String::new(),
         simulator: proposal.sim.clone(),
         settings: None,

@@ -12,7 +12,7 @@ use crate::commands::replay::spool::cannot_read_back;
 use crate::engine::simulator::Simulator;
 use crate::replay::incidents::{Detected, Kind, Rule, Window, Windows};
 use crate::replay::parallel::{for_each_in_units, Emitted};
-use crate::replay::source::copy::{Again as Read, Copy};
+use crate::replay::source::copy::{Copy, ReadAgain as Read};
 use crate::replay::source::Either;
 use crate::suggest::incidents::{Found, InWindows};
 use crate::suggest::learn::collisions;

@@ -22,14 +22,14 @@ use crate::engine::categorizer::Classifier;
 use crate::error::CliError;
 use crate::model::Resource;
 use crate::output::tune::{error_words, values_words, Skipped};
-use crate::replay::sides as policy_sets;
+use crate::replay::policy_sets;
 use crate::tune::{CandidateError, Target, Template, Values, Vary};
 
 /// The candidates of a search, in id order: an arm (a policy set, as the sweep replays it)
 /// for each one that validates and its engine can evaluate, with its id and values (in the
 /// same order); the others skipped with their errors.
 pub struct Arms {
-    pub sets: Vec<policy_sets::Candidate>,
+    pub sets: Vec<policy_sets::PolicySet>,
     pub ids: Vec<(u64, Values)>,
     pub skipped: Vec<Skipped>,
 }
@@ -98,7 +98,7 @@ impl Arms {
                         (Ok(config), true) => Some(overrides.apply(config)),
                         _ => None,
                     };
-                    sets.push(policy_sets::Candidate {
+                    sets.push(policy_sets::PolicySet {
                         name: String::new(),
                         simulator: sim,
                         settings,

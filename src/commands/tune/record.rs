@@ -17,7 +17,7 @@ use crate::commands::replay::sides::{ReplaySpec, Sides};
 use crate::output::tune::Skipped;
 use crate::replay::baseline_from::BaselineFrom;
 use crate::replay::explained::MaxContradictions;
-use crate::replay::sides as policy_sets;
+use crate::replay::policy_sets;
 use crate::tune::{Template, Values, Vary};
 
 use super::arms::Arms;
@@ -58,7 +58,7 @@ pub struct TuneRun {
     /// `--skip-invalid`: entries not replayed are counted and said, and exit 0.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub skip_invalid: bool,
-    /// What the replay assumed of the scheduler, said on stderr (`Settings::assumed`): the
+    /// What the replay assumed of the scheduler, said on stderr (`SchedulerSettings::assumed`): the
     /// merge says it again.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scheduler: Option<String>,
@@ -74,7 +74,7 @@ impl TuneRun {
         template: &Template,
         varies: &[Vary],
         arms: Arms,
-    ) -> (TuneRun, Vec<policy_sets::Candidate>) {
+    ) -> (TuneRun, Vec<policy_sets::PolicySet>) {
         let replay = &args.replay;
         let varied: Vec<(String, Vec<String>)> = varies
             .iter()

@@ -12,7 +12,7 @@ use crate::lookout::export_source::ExportSource;
 use crate::lookout::Export;
 use crate::replay::categorize::Reclassify;
 use crate::replay::parallel::{for_each_ordered, Emitted};
-use crate::replay::sides::PolicySets;
+use crate::replay::policy_sets::PolicySets;
 use crate::replay::Processed;
 use crate::watch::job::{count, see};
 use crate::watch::metrics::{Counters, Family, Outcome, Reason};

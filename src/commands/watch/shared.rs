@@ -15,7 +15,7 @@ use std::time::Duration;
 use crate::commands::replay::lookout::now;
 use crate::engine::Settings;
 use crate::replay::explained::MaxContradictions;
-use crate::replay::sides::PolicySets;
+use crate::replay::policy_sets::PolicySets;
 use crate::suggest::verdict::{judge, Decision, Judged};
 use crate::watch::hour_kind::Active;
 use crate::watch::metrics::Counters;

@@ -67,7 +67,7 @@ pub struct TuneView<'a> {
     pub backtest: Option<&'a Backtest>,
     /// With incidents looked for: the windows found, what they left out of the rates, and
     /// the bursts and surges learned from (as `simulate`'s summary says them).
-    pub incidents: Option<&'a crate::replay::incidents::Seen>,
+    pub incidents: Option<&'a crate::replay::incidents::SeenIncidents>,
     /// The command that writes a candidate, up to `--pick` (` --pick ID -o yaml` follows).
     pub pick_command: &'a str,
     /// A side classifies runs with the executor's categorizer: each candidate's collisions

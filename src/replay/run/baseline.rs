@@ -14,7 +14,7 @@ use crate::replay::compare::{Comparison, JobDiff, Side, Steps, Transition};
 use crate::replay::contention::OfComparison;
 use crate::replay::fallback::{fallback, Fallback, Fallbacks};
 use crate::replay::parallel::{for_each_ordered, Decoded, Emitted, Processed};
-use crate::replay::sides::OneCandidate;
+use crate::replay::policy_sets::OneCandidate;
 use crate::replay::sink::{Change, Message, Needs, Sink, Totals};
 use crate::replay::source::{HistorySource, Progress};
 use crate::replay::spool::{Changed, Spool};

@@ -13,7 +13,7 @@
 use crate::engine::{Detail, Settings};
 use crate::model::failure_history::FailureHistory;
 use crate::replay::categorize::{CategoryCounts, Reclassify};
-use crate::replay::sides::SetsView;
+use crate::replay::policy_sets::SetsView;
 
 use super::side::{as_side, replay_classified, replay_side, SideAsks, SideReplayed};
 

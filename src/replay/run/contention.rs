@@ -12,7 +12,7 @@ use std::io;
 use crate::engine::JobReport;
 use crate::model::failure_history::FailureHistory;
 use crate::replay::contention::{JobRuns, Side, Sides, Started};
-use crate::replay::incidents::{Seen, Windows};
+use crate::replay::incidents::{SeenIncidents, Windows};
 
 /// The runs a replayed side starts: those of its report, then those a Pending side has left.
 pub fn started(report: &JobReport, runs_left: Option<u32>) -> Started {
@@ -74,7 +74,7 @@ impl Collect {
 
     /// Each side's numbers, the record's last; the retries after a failure inside the
     /// incident windows `seen` found (none: no window) counted apart.
-    pub fn finish(self, seen: Option<&Seen>) -> io::Result<Vec<Side>> {
+    pub fn finish(self, seen: Option<&SeenIncidents>) -> io::Result<Vec<Side>> {
         let windows = Windows(seen.map(|s| s.windows.clone()).unwrap_or_default());
         Ok(self.all.finish(&windows)?.iter().map(Side::of).collect())
     }

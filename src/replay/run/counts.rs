@@ -15,7 +15,7 @@ use crate::replay::backtest::{backtest, Backtest};
 use crate::replay::categorize::{Reclassify, SideCategories};
 use crate::replay::compare::{ByClass, Comparison, JobDiff, Side};
 use crate::replay::estimate::{PendingSet, Place, Rates, TimedTrials, Trials};
-use crate::replay::incidents::{self, Detected, Detector, Rule, Seen};
+use crate::replay::incidents::{self, Detected, Detector, Rule, SeenIncidents};
 use crate::replay::recorded::Recorded;
 use crate::replay::sink::{Estimates, Needs, SideSummaries};
 use crate::replay::source::{Origin, Pos};
@@ -200,7 +200,7 @@ impl TrialCount {
                 .filter(|(slot, _)| later.holds_slot(**slot))
                 .map(|(_, n)| n)
                 .sum();
-            Seen {
+            SeenIncidents {
                 windows: detected.windows,
                 busy: detected.busy,
                 failed_runs: c.failed_runs,
@@ -223,7 +223,7 @@ pub struct Finished {
     pub rates: Rates,
     pub backtest: Option<Backtest>,
     /// With incidents looked for: what they left out.
-    pub seen: Option<Seen>,
+    pub seen: Option<SeenIncidents>,
 }
 
 /// What comparing jobs under one candidate adds up (docs/what-if.md, docs/estimates.md): the totals, the

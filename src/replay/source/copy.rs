@@ -309,7 +309,7 @@ impl HistorySource for Copy {
 /// What a second pass reads: the first pass's copy (left), or the files again (right: a
 /// sharded suggest's merge, whose shards copied nothing). One per pass, moved into the
 /// replay: that a `Files` is several times a `Copy`'s size costs nothing.
-pub type Again = Either<Copy, Files>;
+pub type ReadAgain = Either<Copy, Files>;
 
 #[cfg(test)]
 mod tests {
@@ -423,7 +423,7 @@ mod tests {
         let jobs = [
             ("inside", FailedTimes::Between(3_600 * S, 3_650 * S)),
             // Ends 29 s before the window, within the minute (0:59–1:00) it starts in: handed
-            // out (the filter keeps a job that may be in a window; `Again` looks at its runs).
+            // out (the filter keeps a job that may be in a window; `ReadAgain` looks at its runs).
             ("same-minute", FailedTimes::Between(3_000 * S, 3_541 * S)),
             ("before", FailedTimes::Between(0, 3_000 * S)),
             ("after", FailedTimes::Between(7_260 * S, 9_000 * S)),

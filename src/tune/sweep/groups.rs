@@ -8,7 +8,7 @@
 use crate::engine::categorizer::Classifier;
 use crate::engine::simulator::Simulator;
 use crate::engine::Settings;
-use crate::replay::sides::Candidate;
+use crate::replay::policy_sets::PolicySet;
 
 /// The arms grouped by what a job is replayed once for: their scheduler settings (the
 /// baseline replays once per setting) and their categorizers (the same compiled config, or
@@ -29,7 +29,7 @@ pub(super) struct Groups<'a> {
 }
 
 impl<'a> Groups<'a> {
-    pub(super) fn of(baseline: &Simulator, arms: &'a [Candidate]) -> Groups<'a> {
+    pub(super) fn of(baseline: &Simulator, arms: &'a [PolicySet]) -> Groups<'a> {
         let mut settings: Vec<Option<&Settings>> = vec![None];
         let set_of: Vec<usize> = arms
             .iter()

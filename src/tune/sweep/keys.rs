@@ -14,7 +14,7 @@ use crate::engine::simulator::Decides;
 use crate::engine::Match;
 use crate::model::failure_history::{FailureHistory, Outcome};
 use crate::model::policy::Action;
-use crate::replay::sides::Candidate;
+use crate::replay::policy_sets::PolicySet;
 use crate::tune::vary::{Target, Vary};
 
 /// The fields a rule's matching reads (docs/engines.md): a vary of any of them gives candidates
@@ -119,7 +119,7 @@ pub(super) struct Ids {
 type RuleId = (u32, Option<u32>);
 
 impl Ids {
-    pub(super) fn new(arms: &[Candidate]) -> Ids {
+    pub(super) fn new(arms: &[PolicySet]) -> Ids {
         let mut interned: HashMap<Vec<Decides>, u32> = HashMap::new();
         let mut id = |decides: Vec<Decides>| {
             let next = interned.len() as u32;

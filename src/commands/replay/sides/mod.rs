@@ -36,14 +36,14 @@ use crate::error::CliError;
 use crate::input::SourceFile;
 use crate::model::{Kind, Resource};
 use crate::replay::baseline_from::BaselineFrom;
-use crate::replay::{self, sides::PolicySets};
+use crate::replay::{self, policy_sets::PolicySets};
 
 use super::policy_set::{build, load_from_server, policy_set, Side, Unusable};
 pub use categorizer::{attach, compile, compiled, Categorizer, RECORDED};
 use categorizer::{borrow_rule, Named};
 use dialect::{CandidateDialect, Dialect};
 use files::{read_side, SideFiles};
-pub use settings::Settings;
+pub use settings::SchedulerSettings;
 pub use spec::{BacktestAt, CandidateFrom, ReplaySpec, SidesSpec};
 
 /// The sides, resolved: what every replay verb compares.
@@ -57,7 +57,7 @@ pub struct Sides {
     /// The candidates' engine (the baseline's is [`Baseline::engine`]), and why it decides.
     pub engine: EngineKind,
     pub engine_from: EngineFrom,
-    pub settings: Settings,
+    pub settings: SchedulerSettings,
 }
 
 impl Sides {
@@ -87,7 +87,7 @@ impl Sides {
     pub fn policy_sets(
         &self,
         baseline: Option<Simulator>,
-        candidates: Option<Vec<replay::sides::Candidate>>,
+        candidates: Option<Vec<replay::policy_sets::PolicySet>>,
     ) -> Option<PolicySets> {
         let baseline = match baseline {
             Some(b) => b,
@@ -99,7 +99,7 @@ impl Sides {
                 .candidates
                 .iter()
                 .map(|c| {
-                    c.sim.clone().map(|simulator| replay::sides::Candidate {
+                    c.sim.clone().map(|simulator| replay::policy_sets::PolicySet {
                         name: c.name.clone(),
                         simulator,
                         settings: None,
@@ -210,7 +210,7 @@ pub fn resolve(ctx: &mut Context, replay: ReplaySpec) -> anyhow::Result<Option<S
     let Some((candidate_files, baseline_files)) = read_files(ctx, spec)? else {
         return Ok(None);
     };
-    let settings = Settings::read(spec.scheduler_config.as_deref(), spec.overrides())?;
+    let settings = SchedulerSettings::read(spec.scheduler_config.as_deref(), spec.overrides())?;
     let (engine, engine_from) = pick_engine(spec, &candidate_files, baseline_files.as_ref());
     let (baseline_files, baseline_document) = match baseline_files {
         Some(SideFiles { files, categorizer }) => (files, categorizer),

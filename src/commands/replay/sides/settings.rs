@@ -20,7 +20,7 @@ use crate::replay::source::Overrides;
 
 /// The scheduler config and its overrides, resolved.
 #[derive(Debug, Clone, Default)]
-pub struct Settings {
+pub struct SchedulerSettings {
     /// `--scheduler-config`'s file as `tune` varies it (its document), when given.
     pub source: Option<SchedulerSource>,
     /// What the file decodes to (the defaults without one).
@@ -28,12 +28,12 @@ pub struct Settings {
     pub overrides: Overrides,
 }
 
-impl Settings {
+impl SchedulerSettings {
     /// `file` read (a bad one is exit 3 naming it) and the overrides given.
-    pub fn read(file: Option<&Path>, overrides: Overrides) -> Result<Settings, CliError> {
+    pub fn read(file: Option<&Path>, overrides: Overrides) -> Result<SchedulerSettings, CliError> {
         let source = file.map(input::read_scheduler_source).transpose()?;
         let base = source.as_ref().map(|s| s.config.clone()).unwrap_or_default();
-        Ok(Settings {
+        Ok(SchedulerSettings {
             source,
             base,
             overrides,
@@ -48,12 +48,12 @@ impl Settings {
     /// These settings for a replay whose candidates `engine` decides (docs/engines.md "The
     /// scheduler's settings"): under the upstream engine, what a config does not say (all of
     /// it without `--scheduler-config`) is what upstream ships
-    /// (`engine::Settings::upstream_shipped`), as a deployed scheduler's config overlays the
+    /// (`engine::SchedulerSettings::upstream_shipped`), as a deployed scheduler's config overlays the
     /// shipped one; without a config file that is said once on `err`. The design engine keeps
     /// the design's. The scheduler's settings are every job's, both sides' (a comparison whose
     /// baseline has another engine, `--baseline-engine`, gets the candidates'; a config file
     /// sets them for both).
-    pub fn for_engine(mut self, engine: EngineKind, err: &mut dyn Write) -> std::io::Result<Settings> {
+    pub fn for_engine(mut self, engine: EngineKind, err: &mut dyn Write) -> std::io::Result<SchedulerSettings> {
         if engine != EngineKind::Upstream {
             return Ok(self);
         }
@@ -64,7 +64,7 @@ impl Settings {
         Ok(self)
     }
 
-    /// What the replay assumed of the scheduler, as stderr says it ([`Settings::for_engine`]):
+    /// What the replay assumed of the scheduler, as stderr says it ([`SchedulerSettings::for_engine`]):
     /// `None` when nothing was (a config file was given, or the design engine decides). A
     /// sharded run records it, so that `merge` says it as one process does.
     pub fn assumed(&self) -> Option<String> {
@@ -84,9 +84,9 @@ impl Settings {
 mod tests {
     use super::*;
 
-    fn settings(file: Option<&str>, global: Option<u32>) -> Settings {
+    fn settings(file: Option<&str>, global: Option<u32>) -> SchedulerSettings {
         let source = file.map(|text| SchedulerSource::parse("scheduler.yaml".into(), text).unwrap());
-        Settings {
+        SchedulerSettings {
             base: source.as_ref().map(|s| s.config.clone()).unwrap_or_default(),
             source,
             overrides: Overrides {
@@ -97,7 +97,7 @@ mod tests {
     }
 
     /// (globalMaxRetries, maxAttemptedRuns, what stderr said) for `engine`.
-    fn resolved(s: Settings, engine: EngineKind) -> (u32, u32, String) {
+    fn resolved(s: SchedulerSettings, engine: EngineKind) -> (u32, u32, String) {
         let mut err = Vec::new();
         let s = s.for_engine(engine, &mut err).unwrap();
         let applied = s.applied();

@@ -283,7 +283,7 @@ impl SidesSpec {
     }
 
     /// `--global-max-retries` / `--default-policy` (the defaults are the engine's, known once
-    /// the sides are: `settings::Settings::for_engine`).
+    /// the sides are: `settings::SchedulerSettings::for_engine`).
     pub fn overrides(&self) -> Overrides {
         Overrides {
             global_max_retries: self.global_max_retries,

@@ -117,7 +117,9 @@ fn one(jobs: &[FailureHistory], unit: usize) -> Learned {
     let mut l = Learned::default();
     for chunk in jobs.chunks(unit) {
         let mut u = UnitLearned::default();
-        chunk.iter().for_each(|h| u.add_job(h, &[], &[], FailedTexts::default().of(&h.runs)));
+        chunk
+            .iter()
+            .for_each(|h| u.add_job(h, &[], &[], FailedTexts::default().of(&h.runs)));
         l.merge_unit(u);
     }
     l
@@ -132,7 +134,9 @@ fn shard(jobs: &[FailureHistory], first: bool, unit: usize) -> (ShardLearned, Ve
     let mut past = Vec::new();
     for chunk in jobs.chunks(unit) {
         let mut u = UnitLearned::default();
-        chunk.iter().for_each(|h| u.add_job(h, &[], &[], FailedTexts::default().of(&h.runs)));
+        chunk
+            .iter()
+            .for_each(|h| u.add_job(h, &[], &[], FailedTexts::default().of(&h.runs)));
         let met = u.sigs.len();
         l.merge_unit(u);
         let held = l.past.as_ref().map_or(0, |p| p.held.len());

@@ -4,7 +4,7 @@
 //! commands' sides kit (`commands::replay::sides`) resolves them from what a verb says; the
 //! replay compares them job by job with one function (`replay::run::compare_job`).
 //!
-//! Owns: [`PolicySets`], [`Candidate`], [`OneCandidate`] (what `compare` takes) and
+//! Owns: [`PolicySets`], [`PolicySet`], [`OneCandidate`] (what `compare` takes) and
 //! [`SetsView`]. Must not: read a file or decide what a side is
 //! (the kit does), replay or count (that is `replay::run`). Pure.
 
@@ -15,7 +15,7 @@ use crate::engine::Settings;
 /// verb compares one unnamed candidate), its policy set, and its own scheduler settings when
 /// it has some (`tune`'s `scheduler:` vary; `None`: the source's, every job's own).
 #[derive(Debug, Clone)]
-pub struct Candidate {
+pub struct PolicySet {
     pub name: String,
     pub simulator: Simulator,
     pub settings: Option<Settings>,
@@ -26,7 +26,7 @@ pub struct Candidate {
 #[derive(Debug, Clone)]
 pub struct PolicySets {
     pub baseline: Simulator,
-    pub candidates: Vec<Candidate>,
+    pub candidates: Vec<PolicySet>,
 }
 
 /// The baseline and exactly one candidate: what `compare` replays (`simulate --baseline`,
@@ -34,7 +34,7 @@ pub struct PolicySets {
 #[derive(Debug, Clone)]
 pub struct OneCandidate {
     pub baseline: Simulator,
-    pub candidate: Candidate,
+    pub candidate: PolicySet,
 }
 
 /// A borrowed view of a baseline and its candidates: what the per-job comparison
@@ -42,7 +42,7 @@ pub struct OneCandidate {
 #[derive(Debug, Clone, Copy)]
 pub struct SetsView<'a> {
     pub baseline: &'a Simulator,
-    pub candidates: &'a [Candidate],
+    pub candidates: &'a [PolicySet],
 }
 
 impl SetsView<'_> {
@@ -81,7 +81,7 @@ impl PolicySets {
     pub fn pair(baseline: Simulator, candidate: Simulator) -> PolicySets {
         PolicySets {
             baseline,
-            candidates: vec![Candidate {
+            candidates: vec![PolicySet {
                 name: String::new(),
                 simulator: candidate,
                 settings: None,
