@@ -1,10 +1,10 @@
-//! The two sides of a comparison, resolved once ([`resolve`]) from what a verb says of them
-//! ([`SidesSpec`]): each side's documents, its categorizer and its engine, and the scheduler's
+//! The sides of a comparison (a baseline and N candidates), resolved once ([`resolve`]) from
+//! what a verb says of them ([`SidesSpec`]): each side's documents, its categorizer and its engine, and the scheduler's
 //! settings every job gets (docs/categorizer.md "Replaying with a categorizer",
 //! docs/engines.md "Which engine decides"). `simulate --baseline`, `tune` and `suggest` take
 //! their sides from here, so that they cannot disagree about a baseline.
 //!
-//! The order is the documented one: the files of both sides (each valid, each side's
+//! The order is the documented one: the files of every side (each valid, each side's
 //! categorizer document taken out: [`files`]), the scheduler's settings ([`settings`]), the
 //! dialect and the engine it picks ([`dialect`]), each side's categorizer named, the rule that
 //! the baseline never borrows the candidate's, each categorizer compiled ([`categorizer`]),
