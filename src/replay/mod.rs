@@ -47,6 +47,7 @@ pub mod sink;
 pub mod source;
 pub mod spool;
 pub mod summary;
+pub mod temp_file;
 
 pub use parallel::{Decoded, Processed};
 pub use sink::Sink;

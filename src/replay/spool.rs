@@ -3,10 +3,9 @@
 //! the last job.
 //!
 //! Owns: the file (created on the first job held back, in `$TMPDIR`, gone when dropped:
-//! it is unlinked as soon as it is made; [`anonymous_file`] makes it, and the contention
-//! sweep's sort its own) and its encoding: compact numbers and strings, not
-//! rendered output, so that the sink renders each job once. Memory stays flat whatever the
-//! number of jobs held back. Must not: render or count.
+//! it is unlinked as soon as it is made; `temp_file::anonymous_file` makes it) and its
+//! encoding: compact numbers and strings, not rendered output, so that the sink renders each
+//! job once. Memory stays flat whatever the number of jobs held back. Must not: render or count.
 
 use std::fs::File;
 use std::io::{self, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
@@ -17,6 +16,7 @@ use crate::model::policy::Condition;
 
 use super::compare::{JobDiff, RunStep, Side, Step, Steps};
 use super::estimate::FailureClass;
+use super::temp_file::anonymous_file;
 
 /// A changed job as the replay hands it to the sink, less its estimate. (Its form in a
 /// partial result is `partial`'s.)
@@ -79,21 +79,6 @@ impl Spool {
         }
         Ok(())
     }
-}
-
-/// An anonymous temporary file in `$TMPDIR` (unlinked as soon as it is made: nothing is left
-/// of it whatever ends the process) holding `what`, or the error that says where and what to
-/// set.
-pub fn anonymous_file(what: &str) -> io::Result<File> {
-    tempfile::tempfile().map_err(|e| {
-        io::Error::new(
-            e.kind(),
-            format!(
-                "cannot create a temporary file for {what} in `{}` (set `TMPDIR` to a writable directory): {e}",
-                std::env::temp_dir().display()
-            ),
-        )
-    })
 }
 
 fn put_u64(b: &mut Vec<u8>, n: u64) {

@@ -21,7 +21,7 @@ use std::fs::File;
 use std::io::{self, BufWriter, Read, Seek, SeekFrom, Write};
 
 use super::events::Event;
-use crate::replay::spool::anonymous_file;
+use crate::replay::temp_file::anonymous_file;
 
 /// Events gathered, spilled when the chunk is full, handed back sorted by time.
 pub struct Spill {
