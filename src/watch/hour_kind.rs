@@ -9,7 +9,8 @@
 
 use std::collections::BTreeMap;
 
-use crate::replay::incidents::kinds::{self, Expected, Grid, Kind, Top, Tops};
+use crate::replay::incidents::kinds::{self, Expected, Grid, Top, Tops};
+use crate::replay::incidents::Kind;
 
 use super::hour::{Hour, HOUR};
 use super::metrics::Busy;

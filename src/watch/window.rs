@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::replay::compare::Comparison;
 use crate::replay::explained::Explained;
-use crate::replay::incidents::kinds::Kind;
+use crate::replay::incidents::Kind;
 
 use super::hour::{add_futile, Hour, HOUR};
 use super::hour_kind::{self, Active};

@@ -28,8 +28,8 @@ use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::{
-    is_unusual, ln_factorial, series, step_of, Detected, Test, Window, Windows, AFTER, ALPHA, BEFORE, STEP,
+use super::base::{
+    is_unusual, ln_factorial, series, step_of, Detected, Kind, Test, Window, Windows, AFTER, ALPHA, BEFORE, STEP,
     STEPS_PER_WINDOW,
 };
 use crate::model::failure_history::{FailureHistory, Outcome, Run, Timestamp};
@@ -205,32 +205,6 @@ impl Unusual {
             detected: true,
             given: false,
         }
-    }
-}
-
-/// What an unusual window is.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Kind {
-    /// Left out of learning.
-    Incident,
-    /// One job set's: `jobs` of its failing jobs in the busiest hour of it.
-    Burst { queue: String, job_set: String, jobs: u64 },
-    /// The usual mix, more of it: `jobs` failing in its busiest hour where `expected` were.
-    Surge { jobs: u64, expected: f64 },
-}
-
-impl Kind {
-    /// Which kind a merged window takes.
-    fn rank(&self) -> (u8, u64) {
-        match self {
-            Kind::Incident => (2, 0),
-            Kind::Burst { jobs, .. } => (1, *jobs),
-            Kind::Surge { jobs, .. } => (0, *jobs),
-        }
-    }
-
-    pub fn is_incident(&self) -> bool {
-        *self == Kind::Incident
     }
 }
 
