@@ -231,7 +231,7 @@ impl<'a> Log<'a> {
 }
 
 /// What the first SIGINT/SIGTERM waits for, when it waits for anything: the requests in
-/// flight (at most [`SHOWN`] named), the grace period, and how to stop at once. `None`
+/// flight (at most `SHOWN` named), the grace period, and how to stop at once. `None`
 /// when nothing is in flight (the server stops at once).
 fn waiting_for(signal: ShutdownSignal, in_flight: &[server::InFlight], now: std::time::Instant) -> Option<String> {
     use std::fmt::Write as _;

@@ -1,7 +1,7 @@
 //! A sharded command line's documents, in the kind `--emit` names: `armada`'s submit files or
 //! `kubernetes`' Indexed Job, each with its merge.
 //!
-//! Owns: [`write`] and [`emit`] (the same, as a string). Must not: do I/O other than writing
+//! Owns: [`write()`] and [`emit`] (the same, as a string). Must not: do I/O other than writing
 //! to the given writer.
 
 use std::io;
@@ -21,7 +21,7 @@ pub fn write(plan: &Plan, out: &mut dyn io::Write) -> io::Result<()> {
     }
 }
 
-/// What [`write`] prints, as a string.
+/// What [`write()`] prints, as a string.
 pub fn emit(emit: &EmitArgs, invocation: &Invocation) -> Result<String, CliError> {
     let plan = plan(emit, invocation)?;
     let mut out = Vec::new();

@@ -78,7 +78,7 @@ pub struct DelayParts {
 }
 
 /// One evaluation's record (docs/engines.md), with words: the signal, the nodes to avoid and the
-/// next pod's name. The design engine's [`Verdict`] becomes one in [`Decision::from_verdict`];
+/// next pod's name. The design engine's `Verdict` becomes one in [`Decision::from_verdict`];
 /// the upstream engine builds it directly. Times are nanoseconds since submission.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Decision {

@@ -33,7 +33,7 @@ pub enum EngineFrom {
 }
 
 /// Which engine decides (docs/engines.md): the design (the default) or the engine
-/// upstream Armada ships today ([`upstream`]).
+/// upstream Armada ships today (`upstream`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub enum EngineKind {
     #[default]

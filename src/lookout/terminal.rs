@@ -177,11 +177,11 @@ pub(super) fn span_statement(queues: &[String], span: Span<'_>) -> Result<String
 }
 
 /// The jobs of a page of [`terminal_page`] (its `span`), each with all its runs, decoded as
-/// [`jobs`] decodes an export (each job's queue from its row), and only those `wanted`: a job
+/// `jobs` decodes an export (each job's queue from its row), and only those `wanted`: a job
 /// that reached its terminal state inside the span after the page's keys were read (a late
 /// row) is not the page's, and a job the caller counted already is not counted twice: both
 /// are left out of the stream, before anything maps or replays them. One statement ([`span_statement`]), the runs looked up by key ([`by_key`]). A
-/// statement that fails ends the stream with its error, as a lost connection ends [`jobs`]'.
+/// statement that fails ends the stream with its error, as a lost connection ends `jobs`'.
 pub fn jobs_in<'a>(
     db: std::sync::Arc<Db>,
     queues: &[String],

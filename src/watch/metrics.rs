@@ -361,7 +361,7 @@ impl Counters {
             .map_or(0, |(_, n)| *n)
     }
 
-    /// Every series, by family in [`Family::ALL`]'s order, then by label values.
+    /// Every series, by family in `Family::ALL`'s order, then by label values.
     pub fn iter(&self) -> impl Iterator<Item = (Family, &[String], u128)> {
         self.series.iter().map(|((f, l), n)| (*f, l.as_slice(), *n))
     }

@@ -10,7 +10,7 @@
 //! ([`HourlySums::top_signatures`]), which bounds the `signature` label of the futile-retry
 //! counters ([`HourlySums::bound_signatures`]).
 //!
-//! Owns: [`HourlySums`] (an [`Hour`] is [`hour`]'s). Must not: judge a candidate (the command
+//! Owns: [`HourlySums`] (an [`Hour`] is `hour`'s). Must not: judge a candidate (the command
 //! judges the sums by suggest's rules) or read a clock.
 
 use std::collections::BTreeMap;

@@ -1,7 +1,7 @@
 //! `retryctl suggest`: a retry policy learned from the cluster's own failures
 //! (docs/reference/suggest.md).
 //!
-//! Check ([`check`]: the flags; the resolved sides) → load (the baseline side and the
+//! Check ([`check()`]: the flags; the resolved sides) → load (the baseline side and the
 //! deployed categorizer, `commands::replay::sides`; the history's source,
 //! `commands::replay::source`) → learn (`learn`: pass 1, every job's
 //! failed runs counted and the baseline replayed, `suggest::learn`'s fold) → propose
@@ -13,7 +13,7 @@
 //! itself.
 //!
 //! Each step is a free function over the fields it reads, as `commands::simulate` is
-//! written: `drive` (one process: [`run`]), `conclude` (what one process and a merge share
+//! written: `drive` (one process: [`run()`]), `conclude` (what one process and a merge share
 //! after pass 1), and the steps beside them; `given` holds what a run resolved once. This
 //! file declares and re-exports.
 //!

@@ -19,7 +19,7 @@
 //! (`--pick`), `finish` (the ranking, the output and the exit status, in one process and in a
 //! merge), `shards` (a sharded tune's merge).
 //!
-//! Owns: the verb's entry points ([`run`], [`check`]). Must not: replay, count, rank or
+//! Owns: the verb's entry points ([`run()`], [`check()`]). Must not: replay, count, rank or
 //! format itself; hold logic of its own (it declares and re-exports).
 
 mod arms;

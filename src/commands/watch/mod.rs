@@ -3,7 +3,7 @@
 //! Prometheus metrics, the window's plan as HTML and its health.
 //!
 //! Owns, each in its file: the flags' checks ([`flags`]; the same for `--emit kubernetes`,
-//! which `dispatch` runs instead), the start ([`run`]: the sides resolved, the `--state` file
+//! which `dispatch` runs instead), the start ([`run()`]: the sides resolved, the `--state` file
 //! read at the start, [`state_file`], and written whole: `whole_file`), the process's life
 //! ([`live`]: the poller on a thread of its own, the HTTP server on a tokio runtime, stderr as
 //! the log, SIGTERM and SIGINT: save, exit 0 within 5 s), the poller as pages → count ([`pages`]

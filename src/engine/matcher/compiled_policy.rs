@@ -92,7 +92,7 @@ impl CompiledPolicy {
     }
 
     /// The regex message rules without `containerName` of a policy of at most 64 rules, the
-    /// ones a list's [`SharedRegexes`] may search for it: (rule, `includeInitContainers`,
+    /// ones a list's `SharedRegexes` may search for it: (rule, `includeInitContainers`,
     /// pattern), in rule order. Empty for a larger policy (it keeps its pattern sets), and for
     /// one of at most [`MASKED_RULES`] rules (it tries its rules directly).
     pub(crate) fn shared_regex_rules(&self) -> Vec<(usize, bool, &str)> {

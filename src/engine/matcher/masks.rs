@@ -257,8 +257,8 @@ impl ExitRows {
 /// rejects every exit-code rule), `Some(None)` for a code no rule lists.
 pub(super) type SelectedCode<'a> = Option<Option<&'a [u64]>>;
 
-/// Rules with `onExitCodes` and no `containerName` ([0]: failed non-init container
-/// selected, [1]: `includeInitContainers`), and their codes by row: the selected container's
+/// Rules with `onExitCodes` and no `containerName` (\[0\]: failed non-init container
+/// selected, \[1\]: `includeInitContainers`), and their codes by row: the selected container's
 /// code rejects the others at once.
 #[derive(Debug, Clone)]
 pub(super) struct ExitMasks {

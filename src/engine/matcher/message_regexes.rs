@@ -21,7 +21,7 @@ use super::rule::RuleMatcher;
 use super::run_facts::RunFacts;
 
 /// Where a policy's regex message rules get their answer in one decision: from the list's
-/// shared search ([`Covered`]), or from nowhere ([`Alone`]: the policy's own literal scan and
+/// shared search (`Covered`), or from nowhere ([`Alone`]: the policy's own literal scan and
 /// search). A type rather than an `Option`, so that the path without shared regexes compiles to
 /// what it was before they existed (as an `Option` it cost every decision 12-50 instructions).
 pub(super) trait SharedAnswer {
@@ -50,7 +50,7 @@ impl SharedAnswer for Alone {
 /// A policy's regex message rules without `containerName`, and the searches over them.
 #[derive(Debug, Clone)]
 pub(super) struct MessageRegexes {
-    /// The rules ([0]: non-init containers, [1]: `includeInitContainers`), a bitset over rule
+    /// The rules (\[0\]: non-init containers, \[1\]: `includeInitContainers`), a bitset over rule
     /// indices.
     rules: [Box<[u64]>; 2],
     /// In a policy of more than 64 rules, one set of their patterns ([`pattern_set`]): when

@@ -56,7 +56,7 @@ pub(in crate::lookout) fn by_key(db: &Db) -> Result<(), CliError> {
     )
 }
 
-/// The jobs `statement` (a binary `COPY` of [`COLUMNS`], ordered by `job_id`) reads, each of
+/// The jobs `statement` (a binary `COPY` of `COLUMNS`, ordered by `job_id`) reads, each of
 /// the queue its row names.
 pub(in crate::lookout) fn copy_jobs<'a>(db: std::sync::Arc<Db>, statement: &str) -> Result<JobStream<'a>, CliError> {
     let stream = db.wait(db.client.copy_out(statement))?;

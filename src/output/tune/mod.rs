@@ -10,7 +10,7 @@
 //! recommendation highlighted, `--max-compute` a dashed line, then the table; the page fits
 //! 1280 pixels: the varied columns wrap).
 //!
-//! This file owns which format writes the view ([`write`]) and the sweep's stderr side; the
+//! This file owns which format writes the view ([`write()`]) and the sweep's stderr side; the
 //! rest by concept: `view` (the view handed over, [`TuneView`], and the figures every format
 //! reads off it), `record` (json, yaml), `words` (what the formats say alike), then one file
 //! per format: `table`, `markdown`, `html`.

@@ -14,7 +14,7 @@ use serde::Deserialize;
 use crate::model::duration::GoDuration;
 use crate::model::failure_history::{Container, DECISION_KINDS};
 
-/// The most runs, and emptied strings, a [`Scratch`] keeps between lines: enough for any
+/// The most runs, and emptied strings, a `Scratch` keeps between lines: enough for any
 /// ordinary history, small enough that one huge line does not pin its memory.
 pub(super) const KEEP_RUNS: usize = 256;
 pub(super) const KEEP_STRINGS: usize = 1024;

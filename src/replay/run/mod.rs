@@ -1,10 +1,10 @@
 //! The replay, driven end to end: a source's histories → decode → one engine per side →
-//! counting → a [`Sink`], in input order.
+//! counting → a `Sink`, in input order.
 //!
-//! Owns: [`replay`] (a plain replay folded into a [`Summary`]) and [`compare`] (`--baseline`:
-//! every job under two Simulators, folded into a [`Comparison`]), each the whole path from a
-//! [`HistorySource`](super::source::HistorySource) to [`Sink::end`]: what each worker computes
-//! for a job (only what the sink [`Needs`]), the per-unit partial summaries, the count of jobs
+//! Owns: [`replay`] (a plain replay folded into a `Summary`) and [`compare`] (`--baseline`:
+//! every job under two Simulators, folded into a `Comparison`), each the whole path from a
+//! [`HistorySource`](super::source::HistorySource) to `Sink::end`: what each worker computes
+//! for a job (only what the sink `Needs`), the per-unit partial summaries, the count of jobs
 //! that could not be replayed, which missing queues to report (once each); and [`replay_job`]
 //! (one history under one Simulator: a policy set plus its engine, so that `--baseline` runs
 //! each side with its own). Must not: format text for people or write output (that is the

@@ -9,7 +9,7 @@
 //! few settings), as does a YAML file's list of problems (rare, and rendered only by the
 //! second pass).
 //!
-//! Owns: writing the records, [`Places`] and [`Copy`] (the copy as a [`HistorySource`]: blocks
+//! Owns: writing the records, [`Places`] and [`Copy`](struct@Copy) (the copy as a [`HistorySource`]: blocks
 //! of records, [`CopyBlock`]s, which `copy_block` reads back for the workers). Must not: decide what is
 //! copied, or write to a file (the caller writes the bytes these functions build).
 //!

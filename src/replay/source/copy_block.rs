@@ -18,7 +18,7 @@ pub(super) const ERROR: u8 = 1;
 pub(super) const LEFT_OUT: u8 = 2;
 pub(super) const INVALID: u8 = 3;
 
-/// [`Places`] as a copy's reader takes them: no more are written.
+/// `Places` as a copy's reader takes them: no more are written.
 #[derive(Debug)]
 pub(super) struct Written {
     pub(super) places: Vec<(Origin, Arc<Settings>)>,

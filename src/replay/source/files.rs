@@ -35,9 +35,9 @@ pub struct Files {
     pub(super) stream: bool,
     /// With [`Files::digest`]: every byte read so far, hashed, and where the total goes.
     pub(super) digest: Option<(foldhash::fast::FoldHasher<'static>, Digest)>,
-    /// With [`HistorySource::sift`] on a stream: the shard whose lines are kept.
+    /// With `HistorySource::sift` on a stream: the shard whose lines are kept.
     pub(super) shard: Option<Shard>,
-    /// With [`HistorySource::sift`] on files: the shard's byte range ([`Range`]), and where
+    /// With `HistorySource::sift` on files: the shard's byte range ([`Range`]), and where
     /// each file still queued starts in the source (as `queue`).
     pub(super) range: Option<Range>,
     pub(super) starts: VecDeque<(u64, u64)>,
@@ -46,7 +46,7 @@ pub struct Files {
     /// What opening a stream read (the blank lines before the first line, a YAML text),
     /// hashed: [`Files::digest`] starts from it.
     pub(super) opened: Option<foldhash::fast::FoldHasher<'static>>,
-    /// A stream whose first bytes say it is compressed ([`compression`]): `open` refuses it.
+    /// A stream whose first bytes say it is compressed (`compression`): `open` refuses it.
     pub(super) compressed: Option<(&'static str, &'static str)>,
     /// `--queue Q`: only that queue's jobs are replayed (`Files::only`).
     pub(super) one_queue: Option<OneQueue>,

@@ -37,10 +37,10 @@ pub trait HistorySource: Iterator<Item = Entry> + Send {
     /// Many jobs (JSON Lines, a directory): the table format prints only the summary.
     fn bulk(&self) -> bool;
     /// From now on, leave out what is not `shard`'s (docs/past-one-machine.md): its blocks
-    /// of JSON lines hold only the shard's lines ([`LineBlock`]), which the workers then take
+    /// of JSON lines hold only the shard's lines (`LineBlock`), which the workers then take
     /// as they are. `true`: every entry it yields is the shard's (files, read by byte range;
     /// a database, which selected the shard's rows); `false`: the workers sort the entries
-    /// that are not blocks by their job id (a stream). [`super::parallel::for_each_ordered`]
+    /// that are not blocks by their job id (a stream). `super::parallel::for_each_ordered`
     /// calls it before the first entry is read.
     fn sift(&mut self, shard: Shard) -> bool;
 

@@ -56,7 +56,7 @@ pub fn shares_matching(varies: &[Vary]) -> bool {
 /// `list`: that list as indices into the policies given), each once with the number of runs
 /// that match it, and the default action (`(usize::MAX, None)`) with the number of failed
 /// runs that match none: what decides the job besides its runs
-/// ([`Simulator::decides`]).
+/// (`Simulator::decides`).
 pub(super) fn matched_keys(h: &FailureHistory, table: &[Match], list: &[usize]) -> Vec<Matched> {
     let mut keys: Vec<Matched> = Vec::new();
     for (run, m) in h.runs.iter().zip(table) {
@@ -104,14 +104,14 @@ impl std::hash::Hash for Key {
     }
 }
 
-/// What decides each candidate's runs ([`Simulator::decides`]), interned without the
+/// What decides each candidate's runs (`Simulator::decides`), interned without the
 /// limits: equal ids, equal actions and backoffs, so that a job's key is a few integers.
 pub(super) struct Ids {
-    /// [arm][policy][rule].
+    /// \[arm\]\[policy\]\[rule\].
     rules: Vec<Vec<Vec<RuleId>>>,
-    /// [arm]: the id of every policy's default action and backoff.
+    /// \[arm\]: the id of every policy's default action and backoff.
     defaults: Vec<u32>,
-    /// [arm][policy]: how the policy's default action decides.
+    /// \[arm\]\[policy\]: how the policy's default action decides.
     default_of: Vec<Vec<Decides>>,
 }
 
