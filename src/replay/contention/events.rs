@@ -225,24 +225,12 @@ pub fn events_started(job: &JobRuns, started: Started, names: &mut Names, out: &
     // runs took 10^10 comparisons. `merged` is sorted by pool and start, and its waits in one
     // pool are disjoint, so their ends rise too: the first that ends after the retry starts
     // is found by bisection, and the ones after it until one starts after the retry ends are
-    // all it meets. The pairs are put back in the order of the waits, then the retries.
-    let mut met: Vec<(usize, usize)> = Vec::new();
-    for (r, &(rs, re, rp)) in retries.iter().enumerate() {
+    // all it meets. (The events' order here is no matter: the sweep sorts them by time.)
+    for &(rs, re, rp) in &retries {
         let first = merged.partition_point(|&(_, to, pool)| (pool, to) <= (rp, rs));
-        for (w, &(ws, _, wp)) in merged.iter().enumerate().skip(first) {
-            if wp != rp || ws >= re {
-                break;
-            }
-            met.push((w, r));
-        }
-    }
-    met.sort_unstable();
-    for (w, r) in met {
-        let ((ws, we, wp), (rs, re, _)) = (merged[w], retries[r]);
-        let (s, e) = (ws.max(rs), we.min(re));
-        if s < e {
-            out.push(event(s, Kind::OwnStart, wp, None));
-            out.push(event(e, Kind::OwnEnd, wp, None));
+        for &(ws, we, _) in merged[first..].iter().take_while(|&&(ws, _, wp)| wp == rp && ws < re) {
+            out.push(event(ws.max(rs), Kind::OwnStart, rp, None));
+            out.push(event(we.min(re), Kind::OwnEnd, rp, None));
         }
     }
     debug_assert!(out[from..].len() % 2 == 0);
