@@ -6,8 +6,8 @@
 //! `--remove-retry-policy` detaches; removing a name that is not attached is an error (a
 //! typo must not pass silently). `--label` replaces the whole label set. Nothing is sent
 //! when the result equals what the server has (`unchanged`). The edit runs through
-//! `Client::modify_queue`, which re-reads and
-//! re-applies it when another writer changed the queue in between (docs/cli.md).
+//! [`modify_queue`](crate::client::conflict::modify_queue), which re-reads and re-applies it
+//! when another writer changed the queue in between (docs/cli.md).
 
 use crate::app::Context;
 use crate::cli::{FileArgs, UpdateArgs, UpdateQueueFlags, UpdateResource};

@@ -141,7 +141,7 @@ impl Side {
     }
 }
 
-/// The policy set of a side's files (valid: `super::sides::read_side` read them) for
+/// The policy set of a side's files (valid: [`super::sides::files::read_side`] read them) for
 /// `engine`; refused (exit 3) when a name is given twice or the engine cannot evaluate a
 /// field.
 pub fn build(

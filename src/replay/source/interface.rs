@@ -40,7 +40,7 @@ pub trait HistorySource: Iterator<Item = Entry> + Send {
     /// of JSON lines hold only the shard's lines (`LineBlock`), which the workers then take
     /// as they are. `true`: every entry it yields is the shard's (files, read by byte range;
     /// a database, which selected the shard's rows); `false`: the workers sort the entries
-    /// that are not blocks by their job id (a stream). `super::parallel::for_each_ordered`
+    /// that are not blocks by their job id (a stream). [`crate::replay::parallel::for_each_ordered`]
     /// calls it before the first entry is read.
     fn sift(&mut self, shard: Shard) -> bool;
 
