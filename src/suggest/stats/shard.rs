@@ -13,7 +13,7 @@ use crate::replay::estimate::{Tally, DEPTHS};
 use crate::model::signature::Signature;
 
 use super::learned::{Learned, Slot};
-use super::signature::{CollidedCost, Current, FutileDays, Hours, Map, NodeStats, SignatureStats, MAX_SIGNATURES};
+use super::signature::{CollidedCost, Current, FutileDays, Map, NodeStats, SignatureStats, MAX_SIGNATURES};
 use super::unit::UnitLearned;
 
 impl Learned {
@@ -252,8 +252,8 @@ struct SignatureOut<N = (String, u64)> {
     /// runs the baseline never decided).
     current: Vec<(String, String, u64)>,
     seen: Vec<(String, u64)>,
-    /// [`Hours`] as `[failed, after, futile, again]`: 128-bit sums, under the names the partial's
-    /// checks know as 128-bit.
+    /// [`Hours`](super::signature::Hours) as `[failed, after, futile, again]`: 128-bit sums,
+    /// under the names the partial's checks know as 128-bit.
     #[serde(rename = "gpu_milli")]
     gpu: [u128; 4],
     #[serde(rename = "cpu_milli")]
@@ -291,8 +291,8 @@ impl<N> SignatureOut<N> {
             by_depth: s.by_depth,
             recorded: s.recorded.into_iter().collect(),
             seen: s.seen.into_iter().collect(),
-            gpu: [s.gpu.failed, s.gpu.after, s.gpu.futile, s.gpu.again],
-            cpu: [s.cpu.failed, s.cpu.after, s.cpu.futile, s.cpu.again],
+            gpu: s.gpu.into(),
+            cpu: s.cpu.into(),
             nodes,
             same_node: s.same_node,
             other_node: s.other_node,
@@ -317,18 +317,8 @@ impl<N> SignatureOut<N> {
             by_depth: self.by_depth,
             recorded: self.recorded.into_iter().collect(),
             seen: self.seen.into_iter().collect(),
-            gpu: Hours {
-                failed: self.gpu[0],
-                after: self.gpu[1],
-                futile: self.gpu[2],
-                again: self.gpu[3],
-            },
-            cpu: Hours {
-                failed: self.cpu[0],
-                after: self.cpu[1],
-                futile: self.cpu[2],
-                again: self.cpu[3],
-            },
+            gpu: self.gpu.into(),
+            cpu: self.cpu.into(),
             nodes: Map::default(),
             same_node: self.same_node,
             other_node: self.other_node,

@@ -45,6 +45,24 @@ pub struct Hours {
     pub again: u128,
 }
 
+/// As a shard's partial writes it: `[failed, after, futile, again]`.
+impl From<Hours> for [u128; 4] {
+    fn from(h: Hours) -> [u128; 4] {
+        [h.failed, h.after, h.futile, h.again]
+    }
+}
+
+impl From<[u128; 4]> for Hours {
+    fn from([failed, after, futile, again]: [u128; 4]) -> Hours {
+        Hours {
+            failed,
+            after,
+            futile,
+            again,
+        }
+    }
+}
+
 impl Hours {
     /// Each run once: the failed runs and the runs after them that did not fail (a run
     /// that follows one failure and fails again is its own signature's), so that the
