@@ -236,7 +236,7 @@ pub enum Kind {
 
 impl Kind {
     /// Which kind a merged window takes.
-    pub(crate) fn rank(&self) -> (u8, u64) {
+    pub(super) fn rank(&self) -> (u8, u64) {
         match self {
             Kind::Incident => (2, 0),
             Kind::Burst { jobs, .. } => (1, *jobs),
