@@ -271,6 +271,30 @@ impl Detector {
         let (unusual, test) = self.unusual(rule);
         kinds::detected(&kinds::classify(&unusual, test.tests, &self.mix), given, test)
     }
+
+    /// As [`Detector::detect`], after a pass that gathered the span's part of the mix alone
+    /// ([`kinds::Gather::Span`]): the unusual windows' part counted by `read` from their jobs
+    /// read again, given the windows' starts ([`kinds::starts_of`]) and the hours their
+    /// failed runs ended in ([`kinds::spans_of`]). Nothing is read when no window is unusual
+    /// or no failing job was fed. The same windows and kinds as a [`kinds::Gather::Windows`]
+    /// pass over the same jobs.
+    pub fn detect_read<E>(
+        &self,
+        rule: Rule,
+        given: &[Window],
+        read: impl FnOnce(&[i64], Windows) -> Result<kinds::WindowMixes, E>,
+    ) -> Result<Detected, E> {
+        let (unusual, test) = self.unusual(rule);
+        let kinds = match unusual.is_empty() || self.mix.is_empty() {
+            true => kinds::classify(&unusual, test.tests, &self.mix),
+            false => {
+                let starts = kinds::starts_of(&unusual);
+                let counted = read(&starts, kinds::spans_of(&starts))?;
+                kinds::classify_counted(&unusual, test.tests, &self.mix, counted)
+            }
+        };
+        Ok(kinds::detected(&kinds, given, test))
+    }
 }
 
 /// λ and `B` when the caller knows them better than the span does (a window of a live

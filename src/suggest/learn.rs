@@ -24,6 +24,7 @@ use crate::model::failure_history::{FailureHistory, Outcome, Run, Timestamp};
 use crate::model::policy::Action;
 use crate::model::signature::FailedTexts;
 use crate::replay::categorize::Reclassify;
+use crate::replay::incidents::kinds::Gather;
 use crate::replay::incidents::{self, Detector, Look};
 use crate::replay::run::{as_side, Options, TrialCount};
 use crate::replay::source::copy::FailedTimes;
@@ -57,15 +58,17 @@ pub struct Unit {
 
 /// Every job read, whatever its queue: its runs' times, and with `detect` its failed runs'
 /// for the incident windows (docs/reference/suggest.md "Incidents": detection spans every job
-/// the verb reads). Before [`learn_job`], which reads the times.
-pub fn see_job(unit: &mut Unit, history: &FailureHistory, detect: bool) {
+/// the verb reads) and its part of the mix, as `gather` says (the span's alone when the
+/// unusual windows' jobs are read again from the copy). Before [`learn_job`], which reads the
+/// times.
+pub fn see_job(unit: &mut Unit, history: &FailureHistory, detect: Option<Gather>) {
     incidents::ends(history, &mut unit.ends);
     unit.texts.clear();
-    if detect {
+    if let Some(gather) = detect {
         let untimed = incidents::failed_times(history, &unit.ends, &mut unit.times);
         unit.detector.add_job(&unit.times, untimed);
         let texts = unit.texts.of(&history.runs);
-        unit.detector.mix.add_history(history, &unit.ends, texts);
+        unit.detector.mix.add_history(history, &unit.ends, texts, gather);
     }
 }
 

@@ -1,16 +1,21 @@
 //! After pass 1: the incident windows (docs/reference/suggest.md "Incidents"), found from
-//! every job's failed runs' times and the mix that tells an incident from a burst or a surge
-//! (`replay::incidents::kinds`), both gathered in pass 1 (every queue's; a merge's shards'
-//! added up), as simulate and tune gather them; the windows merged with those given; when there are some, the jobs read again for what the
-//! windows hold: their listing, and the learning without the incidents' runs
-//! (`suggest::incidents`), the learning with them kept to tell which signatures they change.
+//! every job's failed runs' times counted in pass 1 (every queue's; a merge's shards' added
+//! up), and the mix that tells an incident from a burst or a surge
+//! (`replay::incidents::kinds`): one process gathered the span's part of it in pass 1 and
+//! reads the unusual windows' jobs again from its copy for theirs; a merge's shards kept every
+//! window's, as simulate and tune do. The windows merged with those given; when there are
+//! some, the jobs read again for what the windows hold: their listing, and the learning
+//! without the incidents' runs (`suggest::incidents`), the learning with them kept to tell
+//! which signatures they change.
 //!
-//! Owns: that step's reading. Must not: learn, propose or render.
+//! Owns: those readings. Must not: learn, propose or render.
 
 use crate::commands::replay::source::FileSource;
 use crate::commands::replay::spool::cannot_read_back;
 use crate::engine::simulator::Simulator;
-use crate::replay::incidents::{Detected, Kind, Rule, Window, Windows};
+use crate::model::signature::FailedTexts;
+use crate::replay::incidents::kinds::WindowMixes;
+use crate::replay::incidents::{self, Detected, Kind, Rule, Window, Windows};
 use crate::replay::parallel::{for_each_in_units, Emitted};
 use crate::replay::source::copy::{Copy, ReadAgain as Read};
 use crate::replay::source::Either;
@@ -18,7 +23,7 @@ use crate::suggest::incidents::{Found, InWindows};
 use crate::suggest::learn::collisions;
 use crate::suggest::stats::SignatureStats;
 
-use crate::commands::replay::sides::{ReplaySpec, Sides};
+use crate::commands::replay::sides::Sides;
 
 use super::given::History;
 use super::learn::Pass1;
@@ -54,7 +59,7 @@ pub(super) fn incidents(
 ) -> anyhow::Result<Incidents> {
     let setting = &sides.spec.incidents;
     let detected = match setting.detect {
-        true => detect(pass, &sides.spec),
+        true => detect(pass, sides, history)?,
         false => Detected::given(&setting.given_windows()),
     };
     // Every window, of every kind, in time order (none overlaps another), and whether its
@@ -136,10 +141,42 @@ pub(super) fn incidents(
     })
 }
 
-/// The windows pass 1's counts find, of every kind (the unusual ones' kinds told by the
-/// mix pass 1 gathered of every failing job), merged with the windows given.
-fn detect(pass: &Pass1, spec: &ReplaySpec) -> Detected {
-    pass.learning.detector.detect(Rule::default(), &spec.incidents.given)
+/// The windows pass 1's counts find, of every kind, merged with the windows given. The
+/// unusual ones' kinds are told by the mix: a merge's shards gathered every window's part of
+/// it; one process gathered the span's alone, and reads the unusual windows' jobs again from
+/// its copy for theirs (none unusual: nothing read).
+fn detect(pass: &Pass1, sides: &Sides, history: &History) -> anyhow::Result<Detected> {
+    let detector = &pass.learning.detector;
+    let given = &sides.spec.incidents.given;
+    if pass.copy.is_none() {
+        return Ok(detector.detect(Rule::default(), given));
+    }
+    detector.detect_read(Rule::default(), given, |starts, spans| {
+        let mut total = WindowMixes::default();
+        let work = |acc: &mut Mixed, job: crate::replay::Decoded<'_>| -> Result<(), String> {
+            let h = &*job.history;
+            incidents::ends(h, &mut acc.ends);
+            acc.texts.clear();
+            let texts = acc.texts.of(&h.runs);
+            acc.mixes.add_history(&detector.mix, starts, h, &acc.ends, texts);
+            Ok(())
+        };
+        for_each_in_units(every_job(pass, &spans, sides, history)?, None, UNIT_BLOCKS, work, |e| {
+            if let Emitted::Unit(acc, _) = e {
+                total.merge(acc.mixes);
+            }
+            Ok(true)
+        })?;
+        Ok(total)
+    })
+}
+
+/// A worker's unit of the unusual windows' jobs read again for their mix.
+#[derive(Default)]
+struct Mixed {
+    mixes: WindowMixes,
+    ends: Vec<Option<i64>>,
+    texts: FailedTexts,
 }
 
 /// The jobs pass 1 read, every queue's, with a failed run that may have ended in

@@ -16,6 +16,7 @@ use crate::engine::simulator::Simulator;
 use crate::model::failure_history::Timestamp;
 use crate::output::stderr::Stderr;
 use crate::output::Style;
+use crate::replay::incidents::kinds::Gather;
 use crate::replay::incidents::Look;
 use crate::replay::parallel::{for_each_in_units, for_each_ordered, Decoded, Emitted, Processed};
 use crate::replay::partial::Recorder;
@@ -123,11 +124,17 @@ pub fn learn<S: HistorySource>(
         queue: queue.clone(),
     };
     let places = pass.places.clone();
+    // One process reads the unusual windows' jobs again from its copy to tell their kinds
+    // (`incidents::detect`); a shard's partial keeps every window's part for the merge.
+    let gather = match copy {
+        true => Gather::Span,
+        false => Gather::Windows,
+    };
     let work = |acc: &mut Acc, job: Decoded<'_>| -> Result<Learnt, String> {
         let ours = queue.as_ref().is_none_or(|q| q.keeps(job.history.job.queue.as_deref()));
         // Every job's failed runs' times, whatever its queue: the incident windows are the
         // cluster's.
-        see_job(&mut acc.unit, job.history, look.detect);
+        see_job(&mut acc.unit, job.history, look.detect.then_some(gather));
         note_exits(&mut acc.unit, job.history);
         let placed = match ours {
             true => learn_job(&mut acc.unit, job.history, job.settings, job.origin, baseline, at, look),

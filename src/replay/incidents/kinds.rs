@@ -292,6 +292,18 @@ impl Names {
         id
     }
 
+    /// The id of a name met already; [`PAST`] for one past the cap (never met: the same).
+    fn lookup(&self, name: &str) -> u32 {
+        self.ids.get(name).copied().unwrap_or(PAST)
+    }
+
+    /// One job with a failed run of `id`: counted once in the span.
+    fn count(&mut self, id: u32) {
+        if id != PAST {
+            self.jobs[id as usize] += 1;
+        }
+    }
+
     /// One job's failed runs of `id`, by their window steps (sorted, distinct): counted once
     /// in the span and once in each window they fall in.
     fn add(&mut self, id: u32, steps: &[i64]) {
@@ -391,18 +403,35 @@ pub(super) fn window_runs(steps: &[i64], mut f: impl FnMut(i64, i64)) {
 }
 
 /// One window's failing jobs, by job set, signature and node (the ids of [`Mix`]'s names).
-#[derive(Debug, Default)]
+#[derive(Debug, Default, PartialEq, Eq)]
 struct StartMix {
     sets: HashMap<u32, u64>,
     signatures: HashMap<u32, u64>,
     nodes: HashMap<u32, u64>,
 }
 
+/// What a pass that counts the windows gathers of each failing job for the mix, before it
+/// knows which windows are unusual.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Gather {
+    /// Its part in the span and in every window it falls in, so that any window found at the
+    /// end is told from what the pass kept (`simulate`, `tune`, a shard of `suggest`: nothing
+    /// reads the jobs again).
+    Windows,
+    /// Its part in the span alone (the names met, and the span's failing jobs each has): the
+    /// unusual windows' part is counted from their jobs read again ([`WindowMixes`]: one
+    /// process's `suggest`, which holds a copy of what it read). The names are met in the same
+    /// order, so that both tell a window alike; what this saves is every window's changes for
+    /// every job, most of what the mix costs on a record with no window.
+    Span,
+}
+
 /// The failing jobs' mix, gathered in the pass that counts the windows (it does not know
-/// yet which are unusual): of the span (its failing jobs, by signature and by node) and of
-/// every window (by job set, signature and node, kept as changes from one window start to the
-/// next). Fed job by job ([`Mix::job`], [`Mix::failed_run`], [`Mix::end_job`]), merged unit
-/// by unit or shard by shard in input order: the same whatever the split.
+/// yet which are unusual): of the span (its failing jobs, by signature and by node) and, with
+/// [`Gather::Windows`], of every window (by job set, signature and node, kept as changes from
+/// one window start to the next). Fed job by job ([`Mix::job`], [`Mix::failed_run`],
+/// [`Mix::end_job`]), merged unit by unit or shard by shard in input order: the same whatever
+/// the split.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Mix {
@@ -426,9 +455,10 @@ pub struct Mix {
 }
 
 impl Mix {
-    /// `history`'s part: its job set, and each failed run that [`super::ends`] (`ends`)
-    /// places, by its signature (`texts`: the job's, [`FailedTexts::of`]) and node.
-    pub fn add_history(&mut self, history: &FailureHistory, ends: &[Option<i64>], texts: &FailedTexts) {
+    /// `history`'s part, as `gather` says: its job set, and each failed run that
+    /// [`super::ends`] (`ends`) places, by its signature (`texts`: the job's,
+    /// [`FailedTexts::of`]) and node.
+    pub fn add_history(&mut self, history: &FailureHistory, ends: &[Option<i64>], texts: &FailedTexts, gather: Gather) {
         let failed = |(run, end): (&Run, &Option<i64>)| run.outcome == Outcome::Failed && end.is_some();
         if !history.runs.iter().zip(ends).any(failed) {
             // No failing job here: its job set takes none of the names kept.
@@ -441,7 +471,7 @@ impl Mix {
             };
             self.failed_run(t, texts.get(k).0, run.node.as_deref());
         }
-        self.end_job();
+        self.end(gather);
     }
 
     /// A job begins: its queue and job set (`None`: it belongs to no set).
@@ -465,14 +495,21 @@ impl Mix {
     }
 
     /// The job's end: counted once in the span and for each signature and node, and once in
-    /// each window of each.
+    /// each window of each ([`Gather::Windows`]).
     pub fn end_job(&mut self) {
+        self.end(Gather::Windows);
+    }
+
+    fn end(&mut self, gather: Gather) {
         if self.runs.is_empty() {
             return;
         }
         self.jobs += 1;
+        let by_window = gather == Gather::Windows;
         let (mut steps, mut ids) = (std::mem::take(&mut self.steps), std::mem::take(&mut self.ids));
-        if let Some(set) = self.set {
+        if let Some(set) = self.set.filter(|_| !by_window) {
+            self.sets.count(set);
+        } else if let Some(set) = self.set {
             steps.clear();
             steps.extend(self.runs.iter().map(|r| r.0));
             steps.sort_unstable();
@@ -489,6 +526,13 @@ impl Mix {
             ids.sort_unstable();
             ids.dedup();
             for &id in &ids {
+                if !by_window {
+                    match signatures {
+                        true => self.signatures.count(id),
+                        false => self.nodes.count(id),
+                    }
+                    continue;
+                }
                 steps.clear();
                 steps.extend(
                     self.runs
@@ -565,13 +609,48 @@ impl Mix {
 /// Each unusual window's kind, by `mix` (fed every failing job of the span), among `tests`
 /// windows tested ([`kind_of`]); every one an incident when `mix` holds no job.
 pub fn classify(unusual: &[Unusual], tests: u64, mix: &Mix) -> Vec<(Unusual, Kind)> {
-    if mix.is_empty() {
-        return unusual.iter().map(|u| (*u, Kind::Incident)).collect();
-    }
+    let starts = starts_of(unusual);
+    classify_by(unusual, tests, mix, &starts, &mix.of(&starts))
+}
+
+/// As [`classify`], the unusual windows' part of the mix counted from their jobs read again
+/// (`counted`, of the windows starting at [`starts_of`]`(unusual)`), the span's from `mix`
+/// ([`Gather::Span`]).
+pub fn classify_counted(unusual: &[Unusual], tests: u64, mix: &Mix, counted: WindowMixes) -> Vec<(Unusual, Kind)> {
+    let starts = starts_of(unusual);
+    let mut mixes = counted.mixes;
+    mixes.resize_with(starts.len(), StartMix::default);
+    classify_by(unusual, tests, mix, &starts, &mixes)
+}
+
+/// The starts of `unusual`, sorted and distinct: the windows whose mix tells their kinds.
+pub fn starts_of(unusual: &[Unusual]) -> Vec<i64> {
     let mut starts: Vec<i64> = unusual.iter().map(|u| u.start).collect();
     starts.sort_unstable();
     starts.dedup();
-    let mixes = mix.of(&starts);
+    starts
+}
+
+/// The windows starting at `starts` (10-minute steps), each its hour: where a failed run that
+/// counts in one of them ended, for the jobs to read again ([`WindowMixes`]).
+pub fn spans_of(starts: &[i64]) -> Windows {
+    Windows::merged(
+        starts
+            .iter()
+            .map(|&s| {
+                Window::given(
+                    Timestamp(s.saturating_mul(STEP)),
+                    Timestamp(s.saturating_add(STEPS_PER_WINDOW).saturating_mul(STEP)),
+                )
+            })
+            .collect(),
+    )
+}
+
+fn classify_by(unusual: &[Unusual], tests: u64, mix: &Mix, starts: &[i64], mixes: &[StartMix]) -> Vec<(Unusual, Kind)> {
+    if mix.is_empty() {
+        return unusual.iter().map(|u| (*u, Kind::Incident)).collect();
+    }
     let can_tell = mix.can_tell();
     unusual
         .iter()
@@ -580,6 +659,93 @@ pub fn classify(unusual: &[Unusual], tests: u64, mix: &Mix) -> Vec<(Unusual, Kin
             (*u, kind_of(u, tests, &mix.tops(m, can_tell)))
         })
         .collect()
+}
+
+/// The mix of some windows (the unusual ones, by their starts), counted from their jobs read
+/// again after a [`Gather::Span`] pass: each job counts in a window's set, signature and node
+/// as the changes a [`Gather::Windows`] pass keeps would count it ([`Names::at`]): once for
+/// each name it has a failed run of that ended in the window, by the ids that pass gave the
+/// names (a name past the cap in none). A worker's part of the jobs; parts add up in any
+/// order.
+#[derive(Debug, Default)]
+pub struct WindowMixes {
+    mixes: Vec<StartMix>,
+    /// The job's (window, part, id) it counts in (scratch).
+    marks: Vec<(u32, u8, u32)>,
+    key: String,
+}
+
+impl WindowMixes {
+    /// `history`'s part in the windows starting at `starts` (sorted, [`starts_of`]), by the
+    /// names of `mix`; `ends` and `texts` as for [`Mix::add_history`].
+    pub fn add_history(
+        &mut self,
+        mix: &Mix,
+        starts: &[i64],
+        history: &FailureHistory,
+        ends: &[Option<i64>],
+        texts: &FailedTexts,
+    ) {
+        if self.mixes.len() < starts.len() {
+            self.mixes.resize_with(starts.len(), StartMix::default);
+        }
+        self.marks.clear();
+        let set = history.job.job_set.as_deref().map(|s| {
+            set_key(history.job.queue.as_deref().unwrap_or_default(), s, &mut self.key);
+            mix.sets.lookup(&self.key)
+        });
+        for (k, (run, end)) in history.runs.iter().zip(ends).enumerate() {
+            let Some(t) = end.filter(|_| run.outcome == Outcome::Failed) else {
+                continue;
+            };
+            // The windows a run in step `s` falls in start at `s − 5 … s`.
+            let s = step_of(t);
+            let first = starts.partition_point(|&w| w < s - (STEPS_PER_WINDOW - 1));
+            let last = starts.partition_point(|&w| w <= s);
+            if first == last {
+                continue;
+            }
+            let signature = mix.signatures.lookup(texts.get(k).0);
+            let node = run.node.as_deref().map(|n| mix.nodes.lookup(n));
+            for w in first as u32..last as u32 {
+                self.marks.extend(set.map(|id| (w, 0, id)));
+                self.marks.push((w, 1, signature));
+                self.marks.extend(node.map(|id| (w, 2, id)));
+            }
+        }
+        self.marks.sort_unstable();
+        self.marks.dedup();
+        for &(w, part, id) in &self.marks {
+            if id == PAST {
+                continue;
+            }
+            let m = &mut self.mixes[w as usize];
+            let counts = match part {
+                0 => &mut m.sets,
+                1 => &mut m.signatures,
+                _ => &mut m.nodes,
+            };
+            *counts.entry(id).or_default() += 1;
+        }
+    }
+
+    /// Adds another worker's part.
+    pub fn merge(&mut self, o: WindowMixes) {
+        if self.mixes.len() < o.mixes.len() {
+            self.mixes.resize_with(o.mixes.len(), StartMix::default);
+        }
+        for (m, o) in self.mixes.iter_mut().zip(o.mixes) {
+            for (into, from) in [
+                (&mut m.sets, o.sets),
+                (&mut m.signatures, o.signatures),
+                (&mut m.nodes, o.nodes),
+            ] {
+                for (id, n) in from {
+                    *into.entry(id).or_default() += n;
+                }
+            }
+        }
+    }
 }
 
 /// What tells an unusual window's kind, whoever counts the window (suggest by 10-minute

@@ -15,6 +15,7 @@ use crate::replay::backtest::{backtest, Backtest};
 use crate::replay::categorize::{Reclassify, SideCategories};
 use crate::replay::compare::{ByClass, Comparison, JobDiff, Side};
 use crate::replay::estimate::{PendingSet, Place, Rates, TimedTrials, Trials};
+use crate::replay::incidents::kinds::Gather;
 use crate::replay::incidents::{self, Detected, Detector, Rule, SeenIncidents};
 use crate::replay::recorded::Recorded;
 use crate::replay::sink::{Estimates, Needs, SideSummaries};
@@ -139,7 +140,9 @@ impl TrialCount {
             if look.detect {
                 c.detector.add_job(&c.times, untimed);
                 c.texts.clear();
-                c.detector.mix.add_history(history, &c.ends, c.texts.of(&history.runs));
+                c.detector
+                    .mix
+                    .add_history(history, &c.ends, c.texts.of(&history.runs), Gather::Windows);
             }
             let ends = &c.ends;
             let place = |k: usize| match ends.get(k).copied().flatten() {

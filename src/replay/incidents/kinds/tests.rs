@@ -589,3 +589,110 @@ fn a_detector_fed_the_mix_tells_the_kinds_and_one_fed_none_cannot() {
     let untold = without.detect(Rule::default(), &[]);
     assert_eq!((untold.windows.len(), untold.busy.len()), (1, 0));
 }
+
+/// `n` jobs of a few job sets, messages and nodes, each with 1–3 failed runs (some without a
+/// node, some with no time) and a success, over two days: drawn by a fixed seed.
+fn histories(n: usize) -> Vec<FailureHistory> {
+    use crate::model::failure_history::{Container, Job, StartedAt};
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut draw = |m: u64| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x % m
+    };
+    (0..n)
+        .map(|j| {
+            let failed = 1 + draw(3);
+            let mut runs: Vec<Run> = (0..failed)
+                .map(|_| Run {
+                    node: (draw(5) > 0).then(|| format!("n{}", draw(4))),
+                    started_at: (draw(20) > 0).then(|| {
+                        StartedAt::Absolute(Timestamp(at(draw(2) as i64, "06:00") + draw(6 * 60) as i64 * MINUTE))
+                    }),
+                    containers: vec![Container {
+                        name: "main".into(),
+                        exit_code: 1,
+                        message: Some(format!("error {}", draw(6))),
+                        ..Container::default()
+                    }],
+                    outcome: Outcome::Failed,
+                    ..Run::default()
+                })
+                .collect();
+            runs.push(Run::default());
+            FailureHistory {
+                job: Job {
+                    id: format!("j{j}"),
+                    queue: Some("ml".into()),
+                    job_set: (draw(4) > 0).then(|| format!("set-{}", draw(5))),
+                    ..Job::default()
+                },
+                runs,
+                expect: None,
+            }
+        })
+        .collect()
+}
+
+/// Read again: a pass that kept the span's part alone ([`Gather::Span`]) and the unusual
+/// windows' jobs counted again ([`WindowMixes`], by workers in any order) see each window as
+/// a pass that kept every window's part ([`Gather::Windows`]), and tell the same kinds.
+#[test]
+fn the_windows_jobs_read_again_give_the_mix_a_pass_keeps() {
+    let jobs = histories(600);
+    let (mut full, mut span) = (Mix::default(), Mix::default());
+    let (mut ends, mut texts) = (Vec::new(), FailedTexts::default());
+    for h in &jobs {
+        super::super::ends(h, &mut ends);
+        texts.clear();
+        full.add_history(h, &ends, texts.of(&h.runs), Gather::Windows);
+        span.add_history(h, &ends, texts.of(&h.runs), Gather::Span);
+    }
+    assert_eq!(
+        (
+            span.jobs,
+            &span.signatures.names,
+            &span.signatures.jobs,
+            &span.nodes.jobs,
+            &span.sets.jobs
+        ),
+        (
+            full.jobs,
+            &full.signatures.names,
+            &full.signatures.jobs,
+            &full.nodes.jobs,
+            &full.sets.jobs
+        )
+    );
+    assert!(span.signatures.deltas.is_empty() && span.sets.deltas.is_empty());
+    // Every start of both days' mornings, some windows empty, some overlapping.
+    let unusual: Vec<Unusual> = (start(0, "05:00")..=start(1, "13:00"))
+        .step_by(5)
+        .enumerate()
+        .map(|(i, s)| Unusual {
+            start: s,
+            k: [12, 60][i % 2],
+            expected: 2.0,
+        })
+        .collect();
+    let starts = starts_of(&unusual);
+    let mut counted = WindowMixes::default();
+    for part in jobs.chunks(70).rev() {
+        let mut mine = WindowMixes::default();
+        for h in part {
+            super::super::ends(h, &mut ends);
+            texts.clear();
+            mine.add_history(&span, &starts, h, &ends, texts.of(&h.runs));
+        }
+        counted.merge(mine);
+    }
+    let want = full.of(&starts);
+    assert!(want.iter().filter(|m| !m.sets.is_empty()).count() >= 10);
+    assert_eq!(&counted.mixes[..want.len()], &want[..]);
+    assert!(counted.mixes[want.len()..].iter().all(|m| *m == StartMix::default()));
+    let kinds = classify(&unusual, B, &full);
+    let told = |f: fn(&Kind) -> bool| kinds.iter().filter(|(_, k)| f(k)).count();
+    assert!(told(|k| matches!(k, Kind::Burst { .. })) > 0 && told(|k| !matches!(k, Kind::Burst { .. })) > 0);
+    assert_eq!(classify_counted(&unusual, B, &span, counted), kinds);
+}
