@@ -315,7 +315,8 @@ fn backoff_and_grace(
         };
         with_jitter = GoDuration(ms.min(max.0)).max(backoff);
     }
-    // A pod-level condition (not a container's `OOMKilled`), as `RunFacts::has_condition`.
+    // A pod-level condition (not a container's `OOMKilled`), as the matcher reads it
+    // (`RunFacts::conditions`).
     let grace = if run.conditions.contains(&Condition::Preempted) {
         match run.termination_confirmed_after {
             Some(t) => t.min(job.termination_grace_period),
