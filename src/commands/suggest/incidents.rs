@@ -188,7 +188,8 @@ fn every_job(pass: &Pass1, windows: &Windows, sides: &Sides, history: &History) 
             .reader()
             .and_then(|f| Copy::open(f, &pass.places, pass.bulk))
             .map_err(cannot_read_back)?
-            .only(None);
+            .only(None)
+            .indexed(pass.segments.clone());
         return Ok(Either::Left(copy.touching(windows.clone())));
     }
     let History::File(path) = history else {

@@ -22,7 +22,7 @@ use crate::replay::parallel::{for_each_in_units, for_each_ordered, Decoded, Emit
 use crate::replay::partial::Recorder;
 use crate::replay::shard::Shard;
 use crate::replay::sink::Message;
-use crate::replay::source::copy::{job_record, said_record, FailedTimes, LastPlace, Places, Said};
+use crate::replay::source::copy::{job_record, said_record, FailedTimes, LastPlace, Places, Said, Segments};
 use crate::replay::source::{EveryQueue, HistorySource, OneQueue, Pos};
 use crate::suggest::learn::{failed_times, learn_job, note_exits, see_job, Learning, Placed, Unit};
 
@@ -31,6 +31,9 @@ pub struct Pass1 {
     pub learning: Learning,
     /// Every job and what could not be read, in the source's order (one process).
     pub copy: Option<SpoolFile>,
+    /// Where `copy`'s records stand, for a reading of the jobs in some windows to skip the
+    /// rest unread.
+    pub segments: Arc<Segments>,
     /// The jobs at or after `--backtest-at`.
     pub test: Option<SpoolFile>,
     /// The files and settings the copies' jobs name.
@@ -55,6 +58,7 @@ impl Pass1 {
         Pass1 {
             learning,
             copy: None,
+            segments: Arc::default(),
             test: None,
             places: Arc::default(),
             bulk: true,
@@ -75,7 +79,8 @@ const UNIT_BLOCKS: usize = 2;
 /// One job as pass 1's workers leave it: where it falls, and its record in the copies.
 struct Learnt {
     placed: Placed,
-    record: Option<Vec<u8>>,
+    /// Its record in the copy, and when its failed runs ended (for the copy's [`Segments`]).
+    record: Option<(Vec<u8>, FailedTimes)>,
     /// A job of `--queue` (learned from), not only copied.
     ours: bool,
 }
@@ -114,6 +119,7 @@ pub fn learn<S: HistorySource>(
             None => Learning::default(),
         },
         copy: copy.then(spool_file).transpose().map_err(cannot_spool)?,
+        segments: Arc::default(),
         test: (at.is_some() && copy)
             .then(spool_file)
             .transpose()
@@ -156,10 +162,11 @@ pub fn learn<S: HistorySource>(
                 failed,
                 &mut r,
             );
-            r
+            (r, failed)
         });
         Ok(Learnt { placed, record, ours })
     };
+    let mut segments = Segments::default();
     let mut unsaid = Vec::new();
     let mut kept = Stderr::new(&mut unsaid, style, None, false);
     let mut failed: Option<io::Error> = None;
@@ -182,7 +189,7 @@ pub fn learn<S: HistorySource>(
         last = at;
         let said = match p {
             Processed::Done(l) => {
-                if let Some(record) = &l.record {
+                if let Some((record, times)) = &l.record {
                     // A test job goes to the test copy, and to the whole copy too.
                     let test = if l.placed.test { pass.test.as_mut() } else { None };
                     for f in test.into_iter().chain(pass.copy.as_mut()) {
@@ -190,6 +197,7 @@ pub fn learn<S: HistorySource>(
                             failed.get_or_insert(e);
                         }
                     }
+                    segments.add(record.len(), Some(*times));
                 }
                 if l.ours {
                     pass.learning.add_job(l.placed);
@@ -218,6 +226,7 @@ pub fn learn<S: HistorySource>(
             if let Err(e) = f.write_all(&record) {
                 failed.get_or_insert(e);
             }
+            segments.add(record.len(), None);
         }
         Ok(true)
     })?;
@@ -229,6 +238,7 @@ pub fn learn<S: HistorySource>(
         }
     }
     pass.unsaid = unsaid;
+    pass.segments = Arc::new(segments);
     if let Some(e) = failed {
         return Err(cannot_spool(e));
     }

@@ -9,7 +9,9 @@
 //! few settings), as does a YAML file's list of problems (rare, and rendered only by the
 //! second pass).
 //!
-//! Owns: writing the records, [`Places`] and [`Copy`](struct@Copy) (the copy as a [`HistorySource`]: blocks
+//! Owns: writing the records, [`Places`], [`Segments`] (where stretches of records stand and
+//! when their jobs failed, for a reading of some windows to skip the rest unread) and
+//! [`Copy`](struct@Copy) (the copy as a [`HistorySource`]: blocks
 //! of records, [`CopyBlock`]s, which `copy_block` reads back for the workers). Must not: decide what is
 //! copied, or write to a file (the caller writes the bytes these functions build).
 //!
@@ -148,6 +150,77 @@ fn end(out: &mut [u8], start: usize) {
     out[start..start + 4].copy_from_slice(&len.to_le_bytes());
 }
 
+/// Where a copy's records stand and when their failed runs ended, by stretches of about
+/// [`Segments::BYTES`]: so that a reader of the jobs in some windows ([`Copy::touching`])
+/// skips a stretch none of whose jobs may have failed in one without reading it. Built by
+/// the writer as it writes each record, in order.
+#[derive(Debug, Clone, Default)]
+pub struct Segments {
+    /// Each stretch's first record's offset, and what its records' failed runs span.
+    starts: Vec<(u64, Span)>,
+    /// The bytes written so far.
+    written: u64,
+    /// A stretch's bytes, when not [`Segments::BYTES`] (a test's, to make many).
+    bytes: Option<u64>,
+}
+
+/// When a stretch's jobs' failed runs ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Span {
+    /// None with a time (or no job): no window holds one.
+    Never,
+    /// Within `[from, to)`, nanoseconds since the epoch.
+    Between(i64, i64),
+    /// Not known (an entry that could not be read, a job whose times were not written):
+    /// always read.
+    Always,
+}
+
+impl Segments {
+    /// A stretch's bytes: a few of the reader's blocks, so that a skip saves a read.
+    pub const BYTES: u64 = 1 << 20;
+
+    /// The next record written: `len` bytes, a job whose failed runs ended `failed` (`None`:
+    /// not a job).
+    pub fn add(&mut self, len: usize, failed: Option<FailedTimes>) {
+        let at = self.written;
+        self.written += len as u64;
+        let bytes = self.bytes.unwrap_or(Segments::BYTES);
+        if self.starts.last().is_none_or(|&(start, _)| at - start >= bytes) {
+            self.starts.push((at, Span::Never));
+        }
+        let Some(last) = self.starts.last_mut() else {
+            return;
+        };
+        // The record keeps minutes: the span is widened to them as the record reads back.
+        let minute = |t: i64, up: i64| {
+            t.div_euclid(60_000_000_000)
+                .saturating_add(up)
+                .saturating_mul(60_000_000_000)
+        };
+        last.1 = match (last.1, failed) {
+            (Span::Always, _) | (_, None | Some(FailedTimes::Unknown)) => Span::Always,
+            (span, Some(FailedTimes::None)) => span,
+            (Span::Never, Some(FailedTimes::Between(a, b))) => Span::Between(minute(a, 0), minute(b, 1)),
+            (Span::Between(x, y), Some(FailedTimes::Between(a, b))) => {
+                Span::Between(x.min(minute(a, 0)), y.max(minute(b, 1)))
+            }
+        };
+    }
+
+    /// The offset past the stretch starting at byte `at` when no job of it may have failed
+    /// in `windows`; `None`: read it (or `at` starts none: a reader not at a stretch's start).
+    fn skip(&self, at: u64, windows: &Windows) -> Option<u64> {
+        let i = self.starts.binary_search_by_key(&at, |&(start, _)| start).ok()?;
+        let skip = match self.starts[i].1 {
+            Span::Never => true,
+            Span::Between(from, to) => !windows.overlaps(from, to),
+            Span::Always => false,
+        };
+        skip.then(|| self.starts.get(i + 1).map_or(self.written, |&(start, _)| start))
+    }
+}
+
 /// A copy as a history source: blocks of whole records, unpacked by the workers.
 pub struct Copy {
     file: io::BufReader<At>,
@@ -164,6 +237,8 @@ pub struct Copy {
     queue: Option<OneQueue>,
     /// [`Copy::touching`]'s windows.
     touching: Option<Arc<Windows>>,
+    /// Where the records stand, for [`Copy::touching`] to skip stretches unread.
+    segments: Option<Arc<Segments>>,
 }
 
 /// A file read from its start by position (`pread`), whatever its descriptor's offset: the
@@ -172,6 +247,18 @@ pub struct Copy {
 struct At {
     file: File,
     at: u64,
+}
+
+/// Only to skip ahead ([`Copy::indexed`]): from the start, or from where the reader stands.
+impl io::Seek for At {
+    fn seek(&mut self, pos: io::SeekFrom) -> io::Result<u64> {
+        self.at = match pos {
+            io::SeekFrom::Start(at) => at,
+            io::SeekFrom::Current(by) => self.at.checked_add_signed(by).ok_or(io::ErrorKind::InvalidInput)?,
+            io::SeekFrom::End(_) => return Err(io::ErrorKind::Unsupported.into()),
+        };
+        Ok(self.at)
+    }
 }
 
 impl Read for At {
@@ -200,6 +287,14 @@ impl Copy {
         self
     }
 
+    /// Where the writer says the records stand ([`Segments`]): with [`Copy::touching`], the
+    /// stretches none of whose jobs may have failed in its windows are skipped without being
+    /// read. They must be this copy's.
+    pub fn indexed(mut self, segments: Arc<Segments>) -> Copy {
+        self.segments = Some(segments);
+        self
+    }
+
     /// The copy `file` holds (a descriptor of it: read from its start, by position),
     /// written with `places`. `bulk`: the first pass's source's (its table prints only the
     /// summary).
@@ -215,12 +310,20 @@ impl Copy {
             name: "the temporary copy of the history".into(),
             queue: None,
             touching: None,
+            segments: None,
         })
     }
 
     /// The next record's bytes (length and all) into `block`; `Ok(false)` at the end. A
     /// record cut short is an error: the file is as long as this process wrote it.
     fn record_into(&mut self, block: &mut Vec<u8>) -> io::Result<bool> {
+        if let (Some(windows), Some(segments)) = (&self.touching, &self.segments) {
+            while let Some(next) = segments.skip(self.done, windows).filter(|&n| n > self.done) {
+                self.done = next.min(self.total);
+                // What the buffer read ahead of the stretch is dropped.
+                io::Seek::seek(&mut self.file, io::SeekFrom::Start(self.done))?;
+            }
+        }
         if self.done == self.total {
             return Ok(false);
         }
@@ -473,6 +576,89 @@ mod tests {
         assert_eq!(read(&[(-60 * S, -59 * S)]), ["unknown", "negative", "bad"]);
         assert_eq!(read(&[(0, 60 * S)]), ["before", "unknown", "bad"]);
         assert_eq!(read(&[]), ["unknown", "bad"]);
+    }
+
+    /// With where the writer says the records stand, a copy read for some windows skips the
+    /// stretches none of whose jobs may have failed in one, and hands out what it hands out
+    /// without them: a stretch with an entry that could not be read, or a job whose times it
+    /// does not know, is read whatever the windows.
+    #[test]
+    fn an_indexed_copy_skips_the_stretches_outside_the_windows_and_hands_out_the_same() {
+        use crate::model::failure_history::Timestamp;
+        use crate::replay::incidents::Window;
+        const HOUR: i64 = 3_600_000_000_000;
+        let places = Places::default();
+        let mut last = LastPlace::default();
+        let (origin, settings) = (Origin::named("a.jsonl"), Settings::default());
+        let mut bytes = Vec::new();
+        let mut segments = Segments {
+            bytes: Some(100),
+            ..Segments::default()
+        };
+        for i in 0..400i64 {
+            let at = bytes.len();
+            let failed = match i {
+                37 => FailedTimes::Unknown,
+                _ if i % 3 == 0 => FailedTimes::None,
+                _ => FailedTimes::Between(i * HOUR, i * HOUR + HOUR / 2),
+            };
+            if i == 250 {
+                said_record(&places, Pos(250, 1), Said::Error("bad".into()), &mut bytes);
+                segments.add(bytes.len() - at, None);
+            }
+            let at = bytes.len();
+            job_record(
+                &places,
+                &mut last,
+                (&origin, &settings),
+                &job(&format!("j{i}")),
+                failed,
+                &mut bytes,
+            );
+            segments.add(bytes.len() - at, Some(failed));
+        }
+        let segments = Arc::new(segments);
+        let windows = Windows::merged(vec![
+            Window::given(Timestamp(100 * HOUR), Timestamp(103 * HOUR)),
+            Window::given(Timestamp(320 * HOUR + HOUR / 4), Timestamp(321 * HOUR)),
+        ]);
+        let read = |indexed: bool| {
+            let mut file = tempfile::tempfile().unwrap();
+            file.write_all(&bytes).unwrap();
+            let mut copy = Copy::open(file, &places, true).unwrap().touching(windows.clone());
+            if indexed {
+                copy = copy.indexed(segments.clone());
+            }
+            let mut into = FailureHistory::default();
+            let mut got = Vec::new();
+            for entry in copy {
+                let Body::Copied(block) = entry.body else {
+                    panic!("not a block")
+                };
+                for (_, record) in block.records() {
+                    got.push(match record {
+                        Record::Job { packed, .. } => {
+                            unpack(packed, &mut into).unwrap();
+                            into.job.id.clone()
+                        }
+                        Record::Error(t) | Record::LeftOut(t) => t,
+                        Record::Invalid(_) => panic!("no invalid file was copied"),
+                    });
+                }
+            }
+            got
+        };
+        assert_eq!(read(false), ["j37", "j100", "j101", "bad", "j320"]);
+        assert_eq!(read(true), read(false));
+        let skipped = (segments.starts.iter())
+            .filter(|(at, _)| segments.skip(*at, &windows).is_some())
+            .count();
+        assert!(segments.starts.len() > 100, "{} stretches", segments.starts.len());
+        assert!(
+            skipped + 6 >= segments.starts.len(),
+            "{skipped} of {} skipped",
+            segments.starts.len()
+        );
     }
 
     /// A copy cut short (not as long as its records say) is said, with where it stopped,
