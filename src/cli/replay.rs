@@ -96,8 +96,9 @@ pub struct ReplayArgs {
     /// --baseline-from-cluster reads the cluster's policies. Without a value, or without
     /// --history either: $LOOKOUT_DB.
     // What goes with it (`--queue`, the filters, --baseline-from-cluster, --history) is
-    // checked by the command (`replay::source::check_flags`), in its words. The command resolves `$LOOKOUT_DB`
-    // (`commands::replay::lookout::resolve_replay_dsn`): `Some(Some(DSN))` from then on.
+    // checked by the command (`commands::replay::source::check_flags`), in its words. The
+    // command resolves `$LOOKOUT_DB` (`commands::replay::lookout::resolve_replay_dsn`):
+    // `Some(Some(DSN))` from then on.
     #[arg(long, value_name = "DSN", num_args = 0..=1)]
     pub lookout_db: Option<Option<String>>,
 

@@ -4,8 +4,8 @@
 //! `output::history`, with a progress line on a terminal. Memory stays one job (one page for
 //! the REST API) whatever the number of jobs. A row that cannot be read is reported with its
 //! job, run and column on stderr and left out; the export goes on, and `--strict` makes the
-//! exit status 1 afterwards. No job read is an empty input (`replay::lookout::no_job`, exit 3, before the
-//! summary) unless `--allow-empty`. `--categorizer FILE` (the deployed config, read and
+//! exit status 1 afterwards. No job read is an empty input
+//! (`commands::replay::lookout::no_job`, exit 3, before the summary) unless `--allow-empty`. `--categorizer FILE` (the deployed config, read and
 //! checked before the export: exit 3 when it does not validate) gives the hints the export
 //! takes off the executor's texts.
 

@@ -1,6 +1,6 @@
 //! `retryctl merge`: the partial results of a sharded `simulate`, `tune` or `suggest`
 //! (docs/past-one-machine.md), added up into what the command prints unsharded, byte for byte
-//! (`suggest`'s shards learn; its merge proposes and compares, `suggest::shards::merge`).
+//! (`suggest`'s shards learn; its merge proposes and compares, `commands::suggest::shards::merge`).
 //!
 //! Load (each partial's header and end, checked on its own: `replay::partial`, its seal
 //! when its entries have been read, each file read once; a file whose seal is wrong is said

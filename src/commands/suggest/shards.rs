@@ -129,7 +129,7 @@ fn conclude_merged(
 
 /// A sharded suggest's partials: their learning folded in shard order (byte ranges: the
 /// source's, so the signatures kept are the first met), then the rest of suggest, as one
-/// process does it (`suggest::merge`: it reads the history again for its comparison).
+/// process does it (`conclude_merged`: it reads the history again for its comparison).
 pub fn merge(ctx: &mut Context, args: &MergeArgs, partials: &mut [Partial]) -> anyhow::Result<ExitCode> {
     let run: SuggestRun = run_of(partials)?;
     let output = match args.output {

@@ -25,7 +25,7 @@ use super::finish::finish;
 use super::record::TuneRun;
 
 /// A sharded tune's partials: the shards' tallies folded as one process folds them, then its
-/// ranking and output (`tune::finish`).
+/// ranking and output (`commands::tune::finish`).
 pub fn merge(ctx: &mut Context, args: &MergeArgs, partials: &mut [Partial]) -> anyhow::Result<ExitCode> {
     if matches!(args.output, MergeOutput::Jsonl | MergeOutput::Policy) {
         return Err(not_an_output(

@@ -48,7 +48,7 @@ impl SchedulerSettings {
     /// These settings for a replay whose candidates `engine` decides (docs/engines.md "The
     /// scheduler's settings"): under the upstream engine, what a config does not say (all of
     /// it without `--scheduler-config`) is what upstream ships
-    /// (`engine::SchedulerSettings::upstream_shipped`), as a deployed scheduler's config overlays the
+    /// (`engine::Settings::upstream_shipped`), as a deployed scheduler's config overlays the
     /// shipped one; without a config file that is said once on `err`. The design engine keeps
     /// the design's. The scheduler's settings are every job's, both sides' (a comparison whose
     /// baseline has another engine, `--baseline-engine`, gets the candidates'; a config file
