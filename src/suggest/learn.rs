@@ -67,8 +67,12 @@ pub fn see_job(unit: &mut Unit, history: &FailureHistory, detect: Option<Gather>
     if let Some(gather) = detect {
         let untimed = incidents::failed_times(history, &unit.ends, &mut unit.times);
         unit.detector.add_job(&unit.times, untimed);
-        let texts = unit.texts.of(&history.runs);
-        unit.detector.mix.add_history(history, &unit.ends, texts, gather);
+        // Only a failed run with a time is in the mix; learning computes the texts when it
+        // needs them (another queue's job's are never read).
+        if !unit.times.is_empty() {
+            let texts = unit.texts.of(&history.runs);
+            unit.detector.mix.add_history(history, &unit.ends, texts, gather);
+        }
     }
 }
 

@@ -139,10 +139,14 @@ impl TrialCount {
             }
             if look.detect {
                 c.detector.add_job(&c.times, untimed);
-                c.texts.clear();
-                c.detector
-                    .mix
-                    .add_history(history, &c.ends, c.texts.of(&history.runs), Gather::Windows);
+                // Only a failed run with a time is in the mix: the texts of the others are
+                // never read (a record without times would compute every one for nothing).
+                if !c.times.is_empty() {
+                    c.texts.clear();
+                    c.detector
+                        .mix
+                        .add_history(history, &c.ends, c.texts.of(&history.runs), Gather::Windows);
+                }
             }
             let ends = &c.ends;
             let place = |k: usize| match ends.get(k).copied().flatten() {
