@@ -510,6 +510,35 @@ mod tests {
         assert_eq!(got[1], "b.yaml j1 3");
     }
 
+    /// What a copy of `bytes` read for `windows` (with the writer's `segments`, if any)
+    /// hands out: each job's id, each error's text.
+    fn read_touching(bytes: &[u8], places: &Places, windows: Windows, segments: Option<Arc<Segments>>) -> Vec<String> {
+        let mut file = tempfile::tempfile().unwrap();
+        file.write_all(bytes).unwrap();
+        let mut copy = Copy::open(file, places, true).unwrap().touching(windows);
+        if let Some(segments) = segments {
+            copy = copy.indexed(segments);
+        }
+        let mut into = FailureHistory::default();
+        let mut got = Vec::new();
+        for entry in copy {
+            let Body::Copied(block) = entry.body else {
+                panic!("not a block")
+            };
+            for (_, record) in block.records() {
+                got.push(match record {
+                    Record::Job { packed, .. } => {
+                        unpack(packed, &mut into).unwrap();
+                        into.job.id.clone()
+                    }
+                    Record::Error(t) | Record::LeftOut(t) => t,
+                    Record::Invalid(_) => panic!("no invalid file was copied"),
+                });
+            }
+        }
+        got
+    }
+
     /// Read again for the incident windows, a copy hands out the jobs whose failed runs may
     /// have ended in one (their minutes overlap it), those whose times it does not know, and
     /// every error; not a job whose failed runs ended outside every window, nor one with no
@@ -546,27 +575,7 @@ mod tests {
                     .map(|&(a, b)| Window::given(Timestamp(a), Timestamp(b)))
                     .collect(),
             );
-            let mut file = tempfile::tempfile().unwrap();
-            file.write_all(&bytes).unwrap();
-            let copy = Copy::open(file, &places, true).unwrap().touching(windows);
-            let mut into = FailureHistory::default();
-            let mut got = Vec::new();
-            for entry in copy {
-                let Body::Copied(block) = entry.body else {
-                    panic!("not a block")
-                };
-                for (_, record) in block.records() {
-                    got.push(match record {
-                        Record::Job { packed, .. } => {
-                            unpack(packed, &mut into).unwrap();
-                            into.job.id.clone()
-                        }
-                        Record::Error(t) | Record::LeftOut(t) => t,
-                        Record::Invalid(_) => panic!("no invalid file was copied"),
-                    });
-                }
-            }
-            got
+            read_touching(&bytes, &places, windows, None)
         };
         assert_eq!(
             read(&[(3_570 * S, 7_200 * S)]),
@@ -622,32 +631,7 @@ mod tests {
             Window::given(Timestamp(100 * HOUR), Timestamp(103 * HOUR)),
             Window::given(Timestamp(320 * HOUR + HOUR / 4), Timestamp(321 * HOUR)),
         ]);
-        let read = |indexed: bool| {
-            let mut file = tempfile::tempfile().unwrap();
-            file.write_all(&bytes).unwrap();
-            let mut copy = Copy::open(file, &places, true).unwrap().touching(windows.clone());
-            if indexed {
-                copy = copy.indexed(segments.clone());
-            }
-            let mut into = FailureHistory::default();
-            let mut got = Vec::new();
-            for entry in copy {
-                let Body::Copied(block) = entry.body else {
-                    panic!("not a block")
-                };
-                for (_, record) in block.records() {
-                    got.push(match record {
-                        Record::Job { packed, .. } => {
-                            unpack(packed, &mut into).unwrap();
-                            into.job.id.clone()
-                        }
-                        Record::Error(t) | Record::LeftOut(t) => t,
-                        Record::Invalid(_) => panic!("no invalid file was copied"),
-                    });
-                }
-            }
-            got
-        };
+        let read = |indexed: bool| read_touching(&bytes, &places, windows.clone(), indexed.then(|| segments.clone()));
         assert_eq!(read(false), ["j37", "j100", "j101", "bad", "j320"]);
         assert_eq!(read(true), read(false));
         let skipped = (segments.starts.iter())
