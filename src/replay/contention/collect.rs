@@ -1,10 +1,12 @@
-//! One side's contention, gathered job by job in input order and swept once at the end.
+//! The sides' contention, gathered job by job in input order and swept once at the end.
 //!
-//! Owns: [`Contention`] (the names, the counts and the events of the jobs added, in a
-//! [`Spill`]) and [`tally`] (the same over jobs held in memory). Must not: decide which runs
-//! a side starts (the caller's [`Started`](super::Started)) or find the incident windows
-//! (given at the end, when a replay knows them).
+//! Owns: [`Sides`] (the names, each side's counts, and the events of the jobs added, in one
+//! [`Spill`], each written once for the sides that hold it), [`Contention`] (one side alone)
+//! and [`tally`] (one side over jobs held in memory). Must not: decide which runs a side
+//! starts (the caller's [`Started`](super::Started)) or find the incident windows (given at
+//! the end, when a replay knows them).
 
+use std::collections::HashMap;
 use std::io;
 
 use crate::replay::incidents::Windows;
@@ -14,22 +16,19 @@ use super::job::{JobRuns, Started};
 use super::spill::Spill;
 use super::sweep::{Sweep, Tally};
 
-/// One side's jobs so far.
-#[derive(Default)]
-pub struct Contention {
-    names: Names,
-    counts: Counts,
-    spill: Spill,
-    scratch: Vec<Event>,
+/// One side's jobs so far: [`Sides`] of one.
+pub struct Contention(Sides);
+
+impl Default for Contention {
+    fn default() -> Contention {
+        Contention::with_chunk(Spill::CHUNK)
+    }
 }
 
 impl Contention {
     /// A collector whose events past `chunk` go to a temporary file.
     pub fn with_chunk(chunk: usize) -> Contention {
-        Contention {
-            spill: Spill::with_chunk(chunk),
-            ..Contention::default()
-        }
+        Contention(Sides::with_chunk(1, chunk))
     }
 
     /// One job's runs, as its side starts them.
@@ -45,38 +44,71 @@ impl Contention {
     /// [`Started::record`]) sees it: the same as [`Contention::add`] of
     /// `JobRuns::of(history, started)`.
     pub fn add_started(&mut self, job: &JobRuns, started: Started) -> io::Result<()> {
-        self.scratch.clear();
-        let counts = events_started(job, started, &mut self.names, &mut self.scratch);
-        self.counts.add(&counts);
-        for e in self.scratch.drain(..) {
-            self.spill.push(e)?;
-        }
-        Ok(())
+        self.0.add(job, &[started])
     }
 
     /// Whether the events went past memory, to a temporary file.
     pub fn spilled(&self) -> bool {
-        self.spill.spilled()
+        self.0.spilled()
     }
 
     /// The sums of every job added; retries after a failure inside `windows` counted apart.
     pub fn finish(self, windows: &Windows) -> io::Result<Tally> {
-        let mut sweep = Sweep::new(windows);
-        self.spill.drain(|e| sweep.add(e))?;
-        Ok(sweep.finish(self.counts, self.names))
+        Ok(self.0.finish(windows)?.pop().unwrap_or_default())
     }
 }
 
-/// Several sides' jobs so far (`tune`'s candidates and their baselines, and the record), in
-/// one [`Spill`]: each event tagged with its side, sorted by side then time, and swept side
-/// by side at the end. So the chunk in memory, the temporary file and its buffer are one, not
-/// one a side: a sweep of a thousand candidates holds what one side holds, and opens one
-/// file.
+/// Several sides' jobs so far (a comparison's baseline and candidate and the record; `tune`'s
+/// candidates, their baselines and the record), in one [`Spill`], swept together at the end.
+///
+/// Sides mostly start the same runs of a job (a policy changes few jobs), and the events of
+/// one job are the same for every side that starts the same runs of it. So a job's sides are
+/// grouped by the runs they start, its events made once a group and written once, each
+/// tagged with the group's set of sides (numbered as met; the set of every side is 0). At the
+/// end the events come back in time order once, and each goes to the sweep of every side of
+/// its set. One chunk in memory, one temporary file and one sort whatever the number of
+/// sides; each side holds its own pool states, which grow with the pools and queues, not
+/// the jobs.
 pub struct Sides {
-    names: Vec<Names>,
+    names: Names,
     counts: Vec<Counts>,
+    sets: Sets,
     spill: Spill,
     scratch: Vec<Event>,
+    /// Scratch: each side's runs started and its number, to group them.
+    group: Vec<(usize, u32)>,
+    members: Vec<u32>,
+}
+
+/// The sets of sides an event can be of, numbered as met; 0 is every side.
+struct Sets {
+    ids: HashMap<Box<[u32]>, u32>,
+    sides: Vec<Box<[u32]>>,
+}
+
+impl Sets {
+    fn new(n: usize) -> Sets {
+        let every: Box<[u32]> = (0..n).map(side_number).collect();
+        Sets {
+            ids: HashMap::from([(every.clone(), 0)]),
+            sides: vec![every],
+        }
+    }
+
+    fn id(&mut self, sides: &[u32]) -> u32 {
+        if let Some(&id) = self.ids.get(sides) {
+            return id;
+        }
+        let id = side_number(self.sides.len());
+        self.sides.push(sides.into());
+        self.ids.insert(sides.into(), id);
+        id
+    }
+}
+
+/// A side's (or a set's) number in an event: there are never 2^32 of them.
+fn side_number(i: usize) -> u32 {
+    u32::try_from(i).unwrap_or(u32::MAX)
 }
 
 impl Sides {
@@ -88,21 +120,57 @@ impl Sides {
     /// As [`Sides::new`], the chunk `chunk` events (a test's, to spill a few jobs).
     pub fn with_chunk(n: usize, chunk: usize) -> Sides {
         Sides {
-            names: vec![Names::default(); n],
+            names: Names::default(),
             counts: vec![Counts::default(); n],
+            sets: Sets::new(n),
             spill: Spill::with_chunk(chunk),
             scratch: Vec::new(),
+            group: Vec::new(),
+            members: Vec::new(),
         }
     }
 
-    /// One job as the side `side` sees it (as [`Contention::add_started`]).
-    pub fn add_started(&mut self, side: usize, job: &JobRuns, started: Started) -> io::Result<()> {
+    /// One job as each side sees it: side `i` starts `started[i]` of the record's runs
+    /// (`job`, made with [`Started::record`]), as [`Contention::add_started`]. `started`
+    /// holds one entry a side.
+    pub fn add(&mut self, job: &JobRuns, started: &[Started]) -> io::Result<()> {
+        debug_assert_eq!(started.len(), self.counts.len());
+        for (counts, s) in self.counts.iter_mut().zip(started) {
+            counts.add(&Counts::of(job, *s));
+        }
+        let len = job.runs.len();
+        let recorded = |s: &Started| s.recorded.min(len);
+        let Some(first) = started.first().map(recorded) else {
+            return Ok(());
+        };
+        // The common case: every side starts the same runs.
+        if started.iter().all(|s| recorded(s) == first) {
+            return self.push(job, first, 0);
+        }
+        self.group.clear();
+        self.group
+            .extend(started.iter().enumerate().map(|(i, s)| (recorded(s), side_number(i))));
+        self.group.sort_unstable();
+        let mut at = 0;
+        while at < self.group.len() {
+            let runs = self.group[at].0;
+            let to = at + self.group[at..].partition_point(|&(r, _)| r == runs);
+            self.members.clear();
+            self.members.extend(self.group[at..to].iter().map(|&(_, side)| side));
+            let set = self.sets.id(&self.members);
+            self.push(job, runs, set)?;
+            at = to;
+        }
+        Ok(())
+    }
+
+    /// `job`'s events as the sides that start its first `recorded` runs see them, for `set`.
+    fn push(&mut self, job: &JobRuns, recorded: usize, set: u32) -> io::Result<()> {
         self.scratch.clear();
-        let counts = events_started(job, started, &mut self.names[side], &mut self.scratch);
-        self.counts[side].add(&counts);
-        let tag = u32::try_from(side).unwrap_or(u32::MAX);
+        // The counts are each side's, added above.
+        events_started(job, Started { recorded, beyond: 0 }, &mut self.names, &mut self.scratch);
         for mut e in self.scratch.drain(..) {
-            e.side = tag;
+            e.set = set;
             self.spill.push(e)?;
         }
         Ok(())
@@ -114,28 +182,27 @@ impl Sides {
     }
 
     /// Each side's sums, in order; retries after a failure inside `windows` counted apart.
+    /// Every side's splits are indexed by the names every side met together: a side's
+    /// [`Side`](super::Side) keeps the names with a share.
     pub fn finish(self, windows: &Windows) -> io::Result<Vec<Tally>> {
         let Sides {
-            names, counts, spill, ..
+            names,
+            counts,
+            sets,
+            spill,
+            ..
         } = self;
-        let mut parts = counts.into_iter().zip(names);
-        let mut tallies = Vec::with_capacity(parts.len());
-        let mut sweep = Sweep::new(windows);
-        // The side the sweep is on: every side before it is finished.
-        let mut on = 0u32;
+        let mut sweeps: Vec<Sweep> = counts.iter().map(|_| Sweep::new(windows)).collect();
         spill.drain(|e| {
-            while on < e.side {
-                let (c, n) = parts.next().unwrap_or_default();
-                tallies.push(std::mem::replace(&mut sweep, Sweep::new(windows)).finish(c, n));
-                on += 1;
+            for &side in sets.sides.get(e.set as usize).map_or(&[][..], |s| &s[..]) {
+                sweeps[side as usize].add(e);
             }
-            sweep.add(e);
         })?;
-        // The side the last event was of, then the sides with no event.
-        for (c, n) in parts {
-            tallies.push(std::mem::replace(&mut sweep, Sweep::new(windows)).finish(c, n));
-        }
-        Ok(tallies)
+        Ok(sweeps
+            .into_iter()
+            .zip(counts)
+            .map(|(sweep, counts)| sweep.finish(counts, names.clone()))
+            .collect())
     }
 }
 

@@ -51,30 +51,33 @@ pub struct Event {
     /// A retry's: the failed run before it ended then (`None`: the run before did not fail,
     /// or has no time).
     pub after_failed: Option<i64>,
-    /// Which side of several sorted together the event is of ([`Spill`](super::Spill) sorts
-    /// by side, then time); 0 when one side is sorted alone.
-    pub side: u32,
+    /// The sides the event is of, when several are swept together: a number of the caller's
+    /// (`Sides` numbers each set of sides it meets); 0 when one side is swept alone.
+    pub set: u32,
 }
 
 impl Event {
-    /// Bytes an event takes in the sort's file.
-    pub const BYTES: usize = 8 + 1 + 4 + 4 + 8 + 8 + 1 + 8 + 4;
+    /// Bytes an event takes in the sort's file: whether `after_failed` is there rides in the
+    /// kind's byte, so an event without it writes 8 bytes of nothing, not 9.
+    pub const BYTES: usize = 8 + 1 + 4 + 4 + 8 + 8 + 8 + 4;
 
-    /// The order the sort hands events back in: by side, then by time.
-    pub fn key(&self) -> (u32, i64) {
-        (self.side, self.t)
-    }
+    /// The kind's byte's bit that says `after_failed` is there.
+    const AFTER_FAILED: u8 = 0x80;
 
     pub fn encode(&self, out: &mut Vec<u8>) {
         out.extend_from_slice(&self.t.to_le_bytes());
-        out.push(self.kind as u8);
+        let flag = if self.after_failed.is_some() {
+            Event::AFTER_FAILED
+        } else {
+            0
+        };
+        out.push(self.kind as u8 | flag);
         out.extend_from_slice(&self.pool.to_le_bytes());
         out.extend_from_slice(&self.queue.to_le_bytes());
         out.extend_from_slice(&self.gpu.to_le_bytes());
         out.extend_from_slice(&self.cpu.to_le_bytes());
-        out.push(u8::from(self.after_failed.is_some()));
         out.extend_from_slice(&self.after_failed.unwrap_or(0).to_le_bytes());
-        out.extend_from_slice(&self.side.to_le_bytes());
+        out.extend_from_slice(&self.set.to_le_bytes());
     }
 
     /// An event from [`Event::BYTES`] bytes of [`Event::encode`]; `None`: not its bytes.
@@ -83,19 +86,16 @@ impl Event {
         let i64_at = |at: usize| i64::from_le_bytes(b[at..at + 8].try_into().unwrap_or_default());
         let u64_at = |at: usize| u64::from_le_bytes(b[at..at + 8].try_into().unwrap_or_default());
         let u32_at = |at: usize| u32::from_le_bytes(b[at..at + 4].try_into().unwrap_or_default());
+        let after_failed = b[8] & Event::AFTER_FAILED != 0;
         Some(Event {
             t: i64_at(0),
-            kind: *Kind::ALL.get(usize::from(b[8]))?,
+            kind: *Kind::ALL.get(usize::from(b[8] & !Event::AFTER_FAILED))?,
             pool: u32_at(9),
             queue: u32_at(13),
             gpu: u64_at(17),
             cpu: u64_at(25),
-            after_failed: match b[33] {
-                0 => None,
-                1 => Some(i64_at(34)),
-                _ => return None,
-            },
-            side: u32_at(42),
+            after_failed: after_failed.then(|| i64_at(33)),
+            set: u32_at(41),
         })
     }
 }
@@ -141,6 +141,16 @@ pub struct Counts {
 }
 
 impl Counts {
+    /// What the side that starts `started` of `job`'s runs counts of it.
+    pub fn of(job: &JobRuns, started: Started) -> Counts {
+        let runs = &job.runs[..started.recorded.min(job.runs.len())];
+        Counts {
+            retry_runs: runs.len().saturating_sub(1) as u64,
+            untimed_runs: runs.iter().filter(|r| r.span.is_none()).count() as u64,
+            not_placed_runs: u64::from(started.beyond),
+        }
+    }
+
     pub fn add(&mut self, o: &Counts) {
         self.retry_runs += o.retry_runs;
         self.untimed_runs += o.untimed_runs;
@@ -167,11 +177,7 @@ pub fn events(job: &JobRuns, names: &mut Names, out: &mut Vec<Event>) -> Counts 
 /// without reading the history again for each side.
 pub fn events_started(job: &JobRuns, started: Started, names: &mut Names, out: &mut Vec<Event>) -> Counts {
     let runs = &job.runs[..started.recorded.min(job.runs.len())];
-    let counts = Counts {
-        retry_runs: runs.len().saturating_sub(1) as u64,
-        untimed_runs: runs.iter().filter(|r| r.span.is_none()).count() as u64,
-        not_placed_runs: u64::from(started.beyond),
-    };
+    let counts = Counts::of(job, started);
     if job.gpu == 0 && job.cpu == 0 {
         return counts;
     }
@@ -184,7 +190,7 @@ pub fn events_started(job: &JobRuns, started: Started, names: &mut Names, out: &
         gpu: job.gpu,
         cpu: job.cpu,
         after_failed,
-        side: 0,
+        set: 0,
     };
     let from = out.len();
     // Where the job waits and where its retries run, to find the rare times they overlap.

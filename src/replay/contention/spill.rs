@@ -8,9 +8,9 @@
 //! ends the process, as the replay's spool of changed jobs); at the end the runs are merged,
 //! each read a slice at a time so that the slices together hold at most [`Spill::MERGE`]
 //! events whatever the number of runs. Memory is the chunk and the slices: fixed, whatever
-//! the history's length; the file grows with the history (45 bytes an event). Several sides
-//! sorted together (`tune`'s candidates) share the chunk and the file, each event tagged with
-//! its side and handed back side by side: memory is one side's, whatever the number of sides.
+//! the history's length; the file grows with the history ([`Event::BYTES`], 44 bytes, an
+//! event). Several sides swept together share the chunk and the file: an event is written
+//! once for all the sides it is of (its [`Event::set`]), and handed back in time order alone.
 //!
 //! Owns: the chunk, the file and the merge. Must not: know what an event means (the sweep
 //! does).
@@ -84,7 +84,7 @@ impl Spill {
         if self.chunk.is_empty() {
             return Ok(());
         }
-        self.chunk.sort_unstable_by_key(Event::key);
+        self.chunk.sort_unstable_by_key(|e| e.t);
         let file = match &mut self.file {
             Some(f) => f,
             None => {
@@ -104,11 +104,10 @@ impl Spill {
         Ok(())
     }
 
-    /// Hands every event to `f` in order of side, then time (of equal times, in no promised
-    /// order).
+    /// Hands every event to `f` in order of time (of equal times, in no promised order).
     pub fn drain(mut self, mut f: impl FnMut(&Event)) -> io::Result<()> {
         if self.file.is_none() {
-            self.chunk.sort_unstable_by_key(Event::key);
+            self.chunk.sort_unstable_by_key(|e| e.t);
             self.chunk.iter().for_each(f);
             return Ok(());
         }
@@ -132,7 +131,7 @@ impl Spill {
         for (i, c) in cursors.iter_mut().enumerate() {
             refill(&mut file, c, per_run, &mut self.bytes)?;
             if let Some(e) = c.slice.first() {
-                heap.push(Reverse((e.key(), i)));
+                heap.push(Reverse((e.t, i)));
             }
         }
         while let Some(Reverse((_, i))) = heap.pop() {
@@ -143,7 +142,7 @@ impl Spill {
                 refill(&mut file, c, per_run, &mut self.bytes)?;
             }
             if let Some(e) = c.slice.get(c.at) {
-                heap.push(Reverse((e.key(), i)));
+                heap.push(Reverse((e.t, i)));
             }
         }
         Ok(())
