@@ -57,47 +57,104 @@ pub struct Event {
 }
 
 impl Event {
-    /// Bytes an event takes in the sort's file: whether `after_failed` is there rides in the
-    /// kind's byte, so an event without it writes 8 bytes of nothing, not 9.
-    pub const BYTES: usize = 8 + 1 + 4 + 4 + 8 + 8 + 8 + 4;
+    /// The most bytes [`Event::encode`] writes (its numbers as 7-bit groups: at most 10 for
+    /// 64 bits, 5 for 32).
+    pub const MAX_BYTES: usize = 10 + 1 + 5 + 5 + 10 + 10 + 5 + 10;
 
     /// The kind's byte's bit that says `after_failed` is there.
     const AFTER_FAILED: u8 = 0x80;
 
-    pub fn encode(&self, out: &mut Vec<u8>) {
-        out.extend_from_slice(&self.t.to_le_bytes());
+    /// The event's bytes in the sort's file, written after an event at `before` (the one
+    /// before it in the same sorted run, or 0). The numbers are written in 7-bit groups, the
+    /// time as the step from `before` and a failed run's end as the step back from the
+    /// retry's start: in a run sorted by time the steps are small, and the requests, the
+    /// names and the sets are small numbers, so an event takes a dozen bytes or so where its
+    /// fields take 44 (the file, and the kernel's copies into it and out of it, shrink with
+    /// it). Exact for every value: the steps wrap.
+    pub fn encode(&self, before: i64, out: &mut Vec<u8>) {
+        varint(out, self.t.wrapping_sub(before) as u64);
         let flag = if self.after_failed.is_some() {
             Event::AFTER_FAILED
         } else {
             0
         };
         out.push(self.kind as u8 | flag);
-        out.extend_from_slice(&self.pool.to_le_bytes());
-        out.extend_from_slice(&self.queue.to_le_bytes());
-        out.extend_from_slice(&self.gpu.to_le_bytes());
-        out.extend_from_slice(&self.cpu.to_le_bytes());
-        out.extend_from_slice(&self.after_failed.unwrap_or(0).to_le_bytes());
-        out.extend_from_slice(&self.set.to_le_bytes());
+        varint(out, u64::from(self.pool));
+        varint(out, u64::from(self.queue));
+        varint(out, self.gpu);
+        varint(out, self.cpu);
+        varint(out, u64::from(self.set));
+        if let Some(failed) = self.after_failed {
+            let back = self.t.wrapping_sub(failed);
+            // Zigzag: a step of either sign in few bytes.
+            varint(out, ((back << 1) ^ (back >> 63)) as u64);
+        }
     }
 
-    /// An event from [`Event::BYTES`] bytes of [`Event::encode`]; `None`: not its bytes.
-    pub fn decode(b: &[u8]) -> Option<Event> {
-        let b: &[u8; Event::BYTES] = b.try_into().ok()?;
-        let i64_at = |at: usize| i64::from_le_bytes(b[at..at + 8].try_into().unwrap_or_default());
-        let u64_at = |at: usize| u64::from_le_bytes(b[at..at + 8].try_into().unwrap_or_default());
-        let u32_at = |at: usize| u32::from_le_bytes(b[at..at + 4].try_into().unwrap_or_default());
-        let after_failed = b[8] & Event::AFTER_FAILED != 0;
-        Some(Event {
-            t: i64_at(0),
-            kind: *Kind::ALL.get(usize::from(b[8] & !Event::AFTER_FAILED))?,
-            pool: u32_at(9),
-            queue: u32_at(13),
-            gpu: u64_at(17),
-            cpu: u64_at(25),
-            after_failed: after_failed.then(|| i64_at(33)),
-            set: u32_at(41),
-        })
+    /// The event at the front of `b`, written by [`Event::encode`] after `before`, and the
+    /// bytes it took; `None`: not an event's bytes, or cut short.
+    pub fn decode(b: &[u8], before: i64) -> Option<(Event, usize)> {
+        let mut at = 0;
+        let mut next = || read_varint(b, &mut at);
+        let t = before.wrapping_add(next()? as i64);
+        let kind_byte = *b.get(at)?;
+        at += 1;
+        let mut next = || read_varint(b, &mut at);
+        let pool = u32::try_from(next()?).ok()?;
+        let queue = u32::try_from(next()?).ok()?;
+        let gpu = next()?;
+        let cpu = next()?;
+        let set = u32::try_from(next()?).ok()?;
+        let after_failed = if kind_byte & Event::AFTER_FAILED != 0 {
+            let z = next()?;
+            let back = ((z >> 1) as i64) ^ -((z & 1) as i64);
+            Some(t.wrapping_sub(back))
+        } else {
+            None
+        };
+        let kind = *Kind::ALL.get(usize::from(kind_byte & !Event::AFTER_FAILED))?;
+        Some((
+            Event {
+                t,
+                kind,
+                pool,
+                queue,
+                gpu,
+                cpu,
+                after_failed,
+                set,
+            },
+            at,
+        ))
     }
+}
+
+/// `n` in 7-bit groups, low first, each byte's top bit saying another follows.
+fn varint(out: &mut Vec<u8>, mut n: u64) {
+    while n >= 0x80 {
+        out.push((n as u8) | 0x80);
+        n >>= 7;
+    }
+    out.push(n as u8);
+}
+
+/// A number [`varint`] wrote at `b[*at..]`, `*at` moved past it; `None`: cut short, or past
+/// 64 bits.
+fn read_varint(b: &[u8], at: &mut usize) -> Option<u64> {
+    let mut n = 0u64;
+    for shift in (0..64).step_by(7) {
+        let byte = *b.get(*at)?;
+        *at += 1;
+        let part = u64::from(byte & 0x7f);
+        if shift == 63 && part > 1 {
+            return None;
+        }
+        n |= part << shift;
+        if byte < 0x80 {
+            return Some(n);
+        }
+    }
+    None
 }
 
 /// Queues and pools, numbered in the order they are met.

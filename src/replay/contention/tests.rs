@@ -449,9 +449,11 @@ fn a_thousand_sides_share_one_spill_and_each_sums_as_alone() {
     assert_eq!(Side::of(&tallies[0]).gpu.retry_hours, 0.0);
 }
 
+/// An event written after another reads back whole, whatever its numbers and the time
+/// before it; bytes cut short or not an event's read as none.
 #[test]
 fn an_event_reads_back_from_its_bytes() {
-    for e in [
+    let events = [
         Event {
             t: -5,
             kind: Kind::OwnEnd,
@@ -472,16 +474,39 @@ fn an_event_reads_back_from_its_bytes() {
             after_failed: None,
             set: u32::MAX,
         },
-    ] {
-        let mut b = Vec::new();
-        e.encode(&mut b);
-        assert_eq!(b.len(), Event::BYTES);
-        assert_eq!(Event::decode(&b), Some(e));
+        Event {
+            t: DAY,
+            kind: Kind::RetryStart,
+            pool: 3,
+            queue: 2,
+            gpu: 4000,
+            cpu: 13_000,
+            after_failed: Some(DAY - HOUR),
+            set: 0,
+        },
+    ];
+    for e in events {
+        for before in [0, -1, i64::MIN, i64::MAX, e.t, DAY - MINUTE] {
+            let mut b = Vec::new();
+            e.encode(before, &mut b);
+            assert!(b.len() <= Event::MAX_BYTES);
+            assert_eq!(Event::decode(&b, before), Some((e, b.len())));
+            // What follows it is not read.
+            b.push(0x80);
+            assert_eq!(Event::decode(&b, before), Some((e, b.len() - 1)));
+            assert_eq!(Event::decode(&b[..b.len() - 2], before), None);
+        }
     }
-    assert_eq!(Event::decode(&[0; 3]), None);
-    let mut bad = vec![0u8; Event::BYTES];
-    bad[8] = 9;
-    assert_eq!(Event::decode(&bad), None);
+    // A 4-GPU retry an hour after its failed run, a minute after the event before: the
+    // minute in nanoseconds takes 6 bytes, the hour back 7, the rest 8; 21 in all, not 44.
+    let mut b = Vec::new();
+    events[2].encode(DAY - MINUTE, &mut b);
+    assert_eq!(b.len(), 21);
+    assert_eq!(Event::decode(&[], 0), None);
+    // A kind there is not.
+    assert_eq!(Event::decode(&[0, 9, 0, 0, 0, 0, 0], 0), None);
+    // A number past 64 bits.
+    assert_eq!(Event::decode(&[0xff; 11], 0), None);
 }
 
 /// Generated histories: the invariants, a shift in time, the spilled sort, and a test-side
