@@ -1,10 +1,11 @@
 //! A job's waits and retries as the sweep's events: where a request starts or stops waiting
 //! or running as a retry, in which pool, for which queue.
 //!
-//! Owns: [`Event`] (and its fixed-width bytes, for the sort's temporary file), [`Names`] (the
-//! queues and pools, numbered as met) and [`events`], [`events_started`] (one job → its events and counts: the
-//! waits of docs/contention.md "Waiting", the retries of "Retries"). Pure. Must not: sort or
-//! add anything up (that is the sweep's).
+//! Owns: [`Event`] (and its bytes in the sort's temporary file, in 7-bit groups), [`Names`]
+//! (the queues and pools, numbered as met), [`Counts`] and [`events`], [`events_started`]
+//! (one job → its events and counts: the waits of docs/contention.md "Waiting", the retries
+//! of "Retries"). Pure. Must not: sort or add anything up (that is the sweep's), or know
+//! which sides an event is of (its set is the caller's number).
 
 use std::collections::HashMap;
 

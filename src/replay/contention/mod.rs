@@ -35,9 +35,9 @@
 //! handed to the sweep of each side of the set: the file and the sort grow with the record's
 //! events and those of the few jobs whose sides differ, not with the number of sides. The
 //! replay's spool of changed jobs and suggest's copy keep input order, which is not the
-//! order needed here, so neither is reused; the windows of `incidents` come from the whole history too, and are given to
-//! the sweep at the end ([`Contention::finish`]), which is why an event carries the time of
-//! the failed run before its retry rather than a decision.
+//! order needed here, so neither is reused; the windows of `incidents` come from the whole
+//! history too, and are given to the sweep at the end ([`Contention::finish`]), which is why
+//! an event carries the time of the failed run before its retry rather than a decision.
 //!
 //! Owns: the times of docs/contention.md, the events, their sort, the sweep and the numbers.
 //! Pure but for `spill` (the temporary file): no clock, no environment. Must not: replay a
