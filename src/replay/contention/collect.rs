@@ -11,7 +11,7 @@ use std::io;
 
 use crate::replay::incidents::Windows;
 
-use super::events::{events, events_started, Counts, Event, Names};
+use super::events::{events, events_by_run, events_started, Counts, Event, Names};
 use super::job::{JobRuns, Started};
 use super::spill::Spill;
 use super::sweep::{Sweep, Tally};
@@ -77,6 +77,7 @@ pub struct Sides {
     /// Scratch: each side's runs started and its number, to group them.
     group: Vec<(usize, u32)>,
     members: Vec<u32>,
+    bounds: Vec<(usize, u32)>,
 }
 
 /// The sets of sides an event can be of, numbered as met; 0 is every side.
@@ -126,6 +127,7 @@ impl Sides {
             scratch: Vec::new(),
             group: Vec::new(),
             members: Vec::new(),
+            bounds: Vec::new(),
         }
     }
 
@@ -150,6 +152,37 @@ impl Sides {
         self.group
             .extend(started.iter().enumerate().map(|(i, s)| (recorded(s), side_number(i))));
         self.group.sort_unstable();
+        self.scratch.clear();
+        if events_by_run(job, &mut self.names, &mut self.scratch) {
+            // Each event once, for the sides that start its run: those that start more runs
+            // than its number, a tail of `group`. `bounds`: each number of runs some side
+            // starts, and the set of the sides that start at least that many; an event of run
+            // `k` is of the first bound above `k`.
+            self.bounds.clear();
+            let mut at = 0;
+            while at < self.group.len() {
+                let runs = self.group[at].0;
+                if runs > 0 {
+                    self.members.clear();
+                    self.members.extend(self.group[at..].iter().map(|&(_, side)| side));
+                    self.members.sort_unstable();
+                    self.bounds.push((runs, self.sets.id(&self.members)));
+                }
+                at += self.group[at..].partition_point(|&(r, _)| r == runs);
+            }
+            for mut e in self.scratch.drain(..) {
+                let above = self.bounds.partition_point(|&(runs, _)| runs <= e.set as usize);
+                // A run no side starts.
+                let Some(&(_, set)) = self.bounds.get(above) else {
+                    continue;
+                };
+                e.set = set;
+                self.spill.push(e)?;
+            }
+            return Ok(());
+        }
+        // Waits of the job that meet (runs out of order in the record): each group of sides
+        // that start the same runs has its own events.
         let mut at = 0;
         while at < self.group.len() {
             let runs = self.group[at].0;

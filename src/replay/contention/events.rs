@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 
-use super::job::{JobRuns, Started};
+use super::job::{JobRuns, RunSpan, Started};
 
 /// What happens at an event's time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -234,13 +234,39 @@ pub fn events(job: &JobRuns, names: &mut Names, out: &mut Vec<Event>) -> Counts 
 /// `started.beyond`. What [`events`] gives of `JobRuns::of` the history with `started`,
 /// without reading the history again for each side.
 pub fn events_started(job: &JobRuns, started: Started, names: &mut Names, out: &mut Vec<Event>) -> Counts {
+    let from = out.len();
     let runs = &job.runs[..started.recorded.min(job.runs.len())];
-    let counts = Counts::of(job, started);
+    job_events(job, runs, names, out);
+    for e in &mut out[from..] {
+        e.set = 0;
+    }
+    Counts::of(job, started)
+}
+
+/// The events of every run `job` holds, each with the number of its run in [`Event::set`]
+/// (the last of the runs it comes of: a side holds it when it starts more runs than that),
+/// when every side's events are the record's cut so: the events of the side that starts the
+/// first `r` runs are those numbered below `r`. So they are when no two of the job's waits in
+/// a pool meet; when two do (runs out of order in the record), the waits a side has depend on
+/// which runs it starts: nothing is pushed and the answer is `false`.
+pub fn events_by_run(job: &JobRuns, names: &mut Names, out: &mut Vec<Event>) -> bool {
+    let from = out.len();
+    if job_events(job, &job.runs, names, out) {
+        true
+    } else {
+        out.truncate(from);
+        false
+    }
+}
+
+/// `job`'s events of `runs` into `out`, each with the number of its run in `set`; `false`
+/// when two of its waits in a pool met and were made one.
+fn job_events(job: &JobRuns, runs: &[RunSpan], names: &mut Names, out: &mut Vec<Event>) -> bool {
     if job.gpu == 0 && job.cpu == 0 {
-        return counts;
+        return true;
     }
     let queue = names.queue(&job.queue);
-    let event = |t: i64, kind: Kind, pool: u32, after_failed: Option<i64>| Event {
+    let event = |t: i64, kind: Kind, pool: u32, after_failed: Option<i64>, run: u32| Event {
         t,
         kind,
         pool,
@@ -248,12 +274,12 @@ pub fn events_started(job: &JobRuns, started: Started, names: &mut Names, out: &
         gpu: job.gpu,
         cpu: job.cpu,
         after_failed,
-        set: 0,
+        set: run,
     };
     let from = out.len();
     // Where the job waits and where its retries run, to find the rare times they overlap.
-    let mut waits: Vec<(i64, i64, u32)> = Vec::new();
-    let mut retries: Vec<(i64, i64, u32)> = Vec::new();
+    let mut waits: Vec<(i64, i64, u32, u32)> = Vec::new();
+    let mut retries: Vec<(i64, i64, u32, u32)> = Vec::new();
     let mut previous_end = job.submitted;
     for (k, run) in runs.iter().enumerate() {
         let pool = names.pool(&run.pool);
@@ -261,42 +287,52 @@ pub fn events_started(job: &JobRuns, started: Started, names: &mut Names, out: &
             previous_end = None;
             continue;
         };
+        let k = u32::try_from(k).unwrap_or(u32::MAX);
         if let Some(since) = previous_end.filter(|&since| since < start) {
-            waits.push((since, start, pool));
+            waits.push((since, start, pool, k));
         }
         if k > 0 && start < end {
-            out.push(event(start, Kind::RetryStart, pool, run.after_failed));
-            out.push(event(end, Kind::RetryEnd, pool, run.after_failed));
-            retries.push((start, end, pool));
+            out.push(event(start, Kind::RetryStart, pool, run.after_failed, k));
+            out.push(event(end, Kind::RetryEnd, pool, run.after_failed, k));
+            retries.push((start, end, pool, k));
         }
         previous_end = Some(end);
     }
     // A job waits once however many of its waits overlap (runs out of order in the
     // record): its request counts once in `Q_p`.
-    waits.sort_unstable_by_key(|&(from, _, pool)| (pool, from));
-    let mut merged: Vec<(i64, i64, u32)> = Vec::with_capacity(waits.len());
+    waits.sort_unstable_by_key(|&(from, _, pool, _)| (pool, from));
+    let mut merged: Vec<(i64, i64, u32, u32)> = Vec::with_capacity(waits.len());
+    let mut met = false;
     for w in waits {
         match merged.last_mut() {
-            Some(last) if last.2 == w.2 && w.0 <= last.1 => last.1 = last.1.max(w.1),
+            Some(last) if last.2 == w.2 && w.0 <= last.1 => {
+                last.1 = last.1.max(w.1);
+                last.3 = last.3.max(w.3);
+                met = true;
+            }
             _ => merged.push(w),
         }
     }
-    for &(from, to, pool) in &merged {
-        out.push(event(from, Kind::WaitStart, pool, None));
-        out.push(event(to, Kind::WaitEnd, pool, None));
+    for &(from, to, pool, k) in &merged {
+        out.push(event(from, Kind::WaitStart, pool, None, k));
+        out.push(event(to, Kind::WaitEnd, pool, None, k));
     }
     // Each retry against the waits it can meet, not against all of them: a job of 100,000
     // runs took 10^10 comparisons. `merged` is sorted by pool and start, and its waits in one
     // pool are disjoint, so their ends rise too: the first that ends after the retry starts
     // is found by bisection, and the ones after it until one starts after the retry ends are
-    // all it meets. (The events' order here is no matter: the sweep sorts them by time.)
-    for &(rs, re, rp) in &retries {
-        let first = merged.partition_point(|&(_, to, pool)| (pool, to) <= (rp, rs));
-        for &(ws, we, _) in merged[first..].iter().take_while(|&&(ws, _, wp)| wp == rp && ws < re) {
-            out.push(event(ws.max(rs), Kind::OwnStart, rp, None));
-            out.push(event(we.min(re), Kind::OwnEnd, rp, None));
+    // all it meets. (The events' order here is no matter: the sweep sorts them by time.) A
+    // side has the overlap when it starts both runs.
+    for &(rs, re, rp, rk) in &retries {
+        let first = merged.partition_point(|&(_, to, pool, _)| (pool, to) <= (rp, rs));
+        for &(ws, we, _, wk) in merged[first..]
+            .iter()
+            .take_while(|&&(ws, _, wp, _)| wp == rp && ws < re)
+        {
+            out.push(event(ws.max(rs), Kind::OwnStart, rp, None, rk.max(wk)));
+            out.push(event(we.min(re), Kind::OwnEnd, rp, None, rk.max(wk)));
         }
     }
     debug_assert!(out[from..].len() % 2 == 0);
-    counts
+    !met
 }
