@@ -61,11 +61,13 @@ impl Contention {
 /// Several sides' jobs so far (a comparison's baseline and candidate and the record; `tune`'s
 /// candidates, their baselines and the record), in one [`Spill`], swept together at the end.
 ///
-/// Sides often start the same runs of a job, and the events of one job are the same for
-/// every side that starts the same runs of it. So a job's sides are grouped by the runs they
-/// start, its events made once a group and written once, each tagged with the group's set of
-/// sides (numbered as met; the set of every side is 0). At the end the events come back in
-/// time order once, and each goes to the sweep of every side of its set. One chunk in
+/// Sides often start the same runs of a job, and a side that starts fewer of them than
+/// another holds the events of the runs it starts, the same events. So a job's events are
+/// made once, from the record's runs, and each is written once, tagged with the set of sides
+/// that start its run (numbered as met; the set of every side is 0); a job whose own waits
+/// meet (runs out of order) has its events made once for each group of sides that start the
+/// same runs. At the end the events come back in time order once, and each goes to the sweep
+/// of every side of its set. One chunk in
 /// memory, one temporary file and one sort whatever the number of sides; each side holds its
 /// own pool states, which grow with the pools and queues, not the jobs.
 pub struct Sides {
