@@ -1,14 +1,15 @@
 //! A job's waits and retries as the sweep's events: where a request starts or stops waiting
 //! or running as a retry, in which pool, for which queue.
 //!
-//! Owns: [`Event`] (and its fixed-width bytes, for the sort's temporary file), [`Names`] (the
-//! queues and pools, numbered as met) and [`events`], [`events_started`] (one job → its events and counts: the
-//! waits of docs/contention.md "Waiting", the retries of "Retries"). Pure. Must not: sort or
-//! add anything up (that is the sweep's).
+//! Owns: [`Event`] (and its bytes in the sort's temporary file, in 7-bit groups), [`Names`]
+//! (the queues and pools, numbered as met), [`Counts`] and [`events`], [`events_started`]
+//! (one job → its events and counts: the waits of docs/contention.md "Waiting", the retries
+//! of "Retries"). Pure. Must not: sort or add anything up (that is the sweep's), or know
+//! which sides an event is of (its set is the caller's number).
 
 use std::collections::HashMap;
 
-use super::job::{JobRuns, Started};
+use super::job::{JobRuns, RunSpan, Started};
 
 /// What happens at an event's time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,53 +52,110 @@ pub struct Event {
     /// A retry's: the failed run before it ended then (`None`: the run before did not fail,
     /// or has no time).
     pub after_failed: Option<i64>,
-    /// Which side of several sorted together the event is of ([`Spill`](super::Spill) sorts
-    /// by side, then time); 0 when one side is sorted alone.
-    pub side: u32,
+    /// The sides the event is of, when several are swept together: a number of the caller's
+    /// (`Sides` numbers each set of sides it meets); 0 when one side is swept alone.
+    pub set: u32,
 }
 
 impl Event {
-    /// Bytes an event takes in the sort's file.
-    pub const BYTES: usize = 8 + 1 + 4 + 4 + 8 + 8 + 1 + 8 + 4;
+    /// The most bytes [`Event::encode`] writes (its numbers as 7-bit groups: at most 10 for
+    /// 64 bits, 5 for 32).
+    pub const MAX_BYTES: usize = 10 + 1 + 5 + 5 + 10 + 10 + 5 + 10;
 
-    /// The order the sort hands events back in: by side, then by time.
-    pub fn key(&self) -> (u32, i64) {
-        (self.side, self.t)
+    /// The kind's byte's bit that says `after_failed` is there.
+    const AFTER_FAILED: u8 = 0x80;
+
+    /// The event's bytes in the sort's file, written after an event at `before` (the one
+    /// before it in the same sorted run, or 0). The numbers are written in 7-bit groups, the
+    /// time as the step from `before` and a failed run's end as the step back from the
+    /// retry's start: in a run sorted by time the steps are small, and the requests, the
+    /// names and the sets are small numbers, so an event takes a dozen bytes or so where its
+    /// fields take 44 (the file, and the kernel's copies into it and out of it, shrink with
+    /// it). Exact for every value: the steps wrap.
+    pub fn encode(&self, before: i64, out: &mut Vec<u8>) {
+        varint(out, self.t.wrapping_sub(before) as u64);
+        let flag = if self.after_failed.is_some() {
+            Event::AFTER_FAILED
+        } else {
+            0
+        };
+        out.push(self.kind as u8 | flag);
+        varint(out, u64::from(self.pool));
+        varint(out, u64::from(self.queue));
+        varint(out, self.gpu);
+        varint(out, self.cpu);
+        varint(out, u64::from(self.set));
+        if let Some(failed) = self.after_failed {
+            let back = self.t.wrapping_sub(failed);
+            // Zigzag: a step of either sign in few bytes.
+            varint(out, ((back << 1) ^ (back >> 63)) as u64);
+        }
     }
 
-    pub fn encode(&self, out: &mut Vec<u8>) {
-        out.extend_from_slice(&self.t.to_le_bytes());
-        out.push(self.kind as u8);
-        out.extend_from_slice(&self.pool.to_le_bytes());
-        out.extend_from_slice(&self.queue.to_le_bytes());
-        out.extend_from_slice(&self.gpu.to_le_bytes());
-        out.extend_from_slice(&self.cpu.to_le_bytes());
-        out.push(u8::from(self.after_failed.is_some()));
-        out.extend_from_slice(&self.after_failed.unwrap_or(0).to_le_bytes());
-        out.extend_from_slice(&self.side.to_le_bytes());
-    }
-
-    /// An event from [`Event::BYTES`] bytes of [`Event::encode`]; `None`: not its bytes.
-    pub fn decode(b: &[u8]) -> Option<Event> {
-        let b: &[u8; Event::BYTES] = b.try_into().ok()?;
-        let i64_at = |at: usize| i64::from_le_bytes(b[at..at + 8].try_into().unwrap_or_default());
-        let u64_at = |at: usize| u64::from_le_bytes(b[at..at + 8].try_into().unwrap_or_default());
-        let u32_at = |at: usize| u32::from_le_bytes(b[at..at + 4].try_into().unwrap_or_default());
-        Some(Event {
-            t: i64_at(0),
-            kind: *Kind::ALL.get(usize::from(b[8]))?,
-            pool: u32_at(9),
-            queue: u32_at(13),
-            gpu: u64_at(17),
-            cpu: u64_at(25),
-            after_failed: match b[33] {
-                0 => None,
-                1 => Some(i64_at(34)),
-                _ => return None,
+    /// The event at the front of `b`, written by [`Event::encode`] after `before`, and the
+    /// bytes it took; `None`: not an event's bytes, or cut short.
+    pub fn decode(b: &[u8], before: i64) -> Option<(Event, usize)> {
+        let mut at = 0;
+        let mut next = || read_varint(b, &mut at);
+        let t = before.wrapping_add(next()? as i64);
+        let kind_byte = *b.get(at)?;
+        at += 1;
+        let mut next = || read_varint(b, &mut at);
+        let pool = u32::try_from(next()?).ok()?;
+        let queue = u32::try_from(next()?).ok()?;
+        let gpu = next()?;
+        let cpu = next()?;
+        let set = u32::try_from(next()?).ok()?;
+        let after_failed = if kind_byte & Event::AFTER_FAILED != 0 {
+            let z = next()?;
+            let back = ((z >> 1) as i64) ^ -((z & 1) as i64);
+            Some(t.wrapping_sub(back))
+        } else {
+            None
+        };
+        let kind = *Kind::ALL.get(usize::from(kind_byte & !Event::AFTER_FAILED))?;
+        Some((
+            Event {
+                t,
+                kind,
+                pool,
+                queue,
+                gpu,
+                cpu,
+                after_failed,
+                set,
             },
-            side: u32_at(42),
-        })
+            at,
+        ))
     }
+}
+
+/// `n` in 7-bit groups, low first, each byte's top bit saying another follows.
+fn varint(out: &mut Vec<u8>, mut n: u64) {
+    while n >= 0x80 {
+        out.push((n as u8) | 0x80);
+        n >>= 7;
+    }
+    out.push(n as u8);
+}
+
+/// A number [`varint`] wrote at `b[*at..]`, `*at` moved past it; `None`: cut short, or past
+/// 64 bits.
+fn read_varint(b: &[u8], at: &mut usize) -> Option<u64> {
+    let mut n = 0u64;
+    for shift in (0..64).step_by(7) {
+        let byte = *b.get(*at)?;
+        *at += 1;
+        let part = u64::from(byte & 0x7f);
+        if shift == 63 && part > 1 {
+            return None;
+        }
+        n |= part << shift;
+        if byte < 0x80 {
+            return Some(n);
+        }
+    }
+    None
 }
 
 /// Queues and pools, numbered in the order they are met.
@@ -141,6 +199,16 @@ pub struct Counts {
 }
 
 impl Counts {
+    /// What the side that starts `started` of `job`'s runs counts of it.
+    pub fn of(job: &JobRuns, started: Started) -> Counts {
+        let runs = &job.runs[..started.recorded.min(job.runs.len())];
+        Counts {
+            retry_runs: runs.len().saturating_sub(1) as u64,
+            untimed_runs: runs.iter().filter(|r| r.span.is_none()).count() as u64,
+            not_placed_runs: u64::from(started.beyond),
+        }
+    }
+
     pub fn add(&mut self, o: &Counts) {
         self.retry_runs += o.retry_runs;
         self.untimed_runs += o.untimed_runs;
@@ -166,17 +234,39 @@ pub fn events(job: &JobRuns, names: &mut Names, out: &mut Vec<Event>) -> Counts 
 /// `started.beyond`. What [`events`] gives of `JobRuns::of` the history with `started`,
 /// without reading the history again for each side.
 pub fn events_started(job: &JobRuns, started: Started, names: &mut Names, out: &mut Vec<Event>) -> Counts {
+    let from = out.len();
     let runs = &job.runs[..started.recorded.min(job.runs.len())];
-    let counts = Counts {
-        retry_runs: runs.len().saturating_sub(1) as u64,
-        untimed_runs: runs.iter().filter(|r| r.span.is_none()).count() as u64,
-        not_placed_runs: u64::from(started.beyond),
-    };
+    job_events(job, runs, names, out);
+    for e in &mut out[from..] {
+        e.set = 0;
+    }
+    Counts::of(job, started)
+}
+
+/// The events of every run `job` holds, each with the number of its run in [`Event::set`]
+/// (the last of the runs it comes of: a side holds it when it starts more runs than that),
+/// when every side's events are the record's cut so: the events of the side that starts the
+/// first `r` runs are those numbered below `r`. So they are when no two of the job's waits in
+/// a pool meet; when two do (runs out of order in the record), the waits a side has depend on
+/// which runs it starts: nothing is pushed and the answer is `false`.
+pub fn events_by_run(job: &JobRuns, names: &mut Names, out: &mut Vec<Event>) -> bool {
+    let from = out.len();
+    if job_events(job, &job.runs, names, out) {
+        true
+    } else {
+        out.truncate(from);
+        false
+    }
+}
+
+/// `job`'s events of `runs` into `out`, each with the number of its run in `set`; `false`
+/// when two of its waits in a pool met and were made one.
+fn job_events(job: &JobRuns, runs: &[RunSpan], names: &mut Names, out: &mut Vec<Event>) -> bool {
     if job.gpu == 0 && job.cpu == 0 {
-        return counts;
+        return true;
     }
     let queue = names.queue(&job.queue);
-    let event = |t: i64, kind: Kind, pool: u32, after_failed: Option<i64>| Event {
+    let event = |t: i64, kind: Kind, pool: u32, after_failed: Option<i64>, run: u32| Event {
         t,
         kind,
         pool,
@@ -184,12 +274,12 @@ pub fn events_started(job: &JobRuns, started: Started, names: &mut Names, out: &
         gpu: job.gpu,
         cpu: job.cpu,
         after_failed,
-        side: 0,
+        set: run,
     };
     let from = out.len();
     // Where the job waits and where its retries run, to find the rare times they overlap.
-    let mut waits: Vec<(i64, i64, u32)> = Vec::new();
-    let mut retries: Vec<(i64, i64, u32)> = Vec::new();
+    let mut waits: Vec<(i64, i64, u32, u32)> = Vec::new();
+    let mut retries: Vec<(i64, i64, u32, u32)> = Vec::new();
     let mut previous_end = job.submitted;
     for (k, run) in runs.iter().enumerate() {
         let pool = names.pool(&run.pool);
@@ -197,42 +287,52 @@ pub fn events_started(job: &JobRuns, started: Started, names: &mut Names, out: &
             previous_end = None;
             continue;
         };
+        let k = u32::try_from(k).unwrap_or(u32::MAX);
         if let Some(since) = previous_end.filter(|&since| since < start) {
-            waits.push((since, start, pool));
+            waits.push((since, start, pool, k));
         }
         if k > 0 && start < end {
-            out.push(event(start, Kind::RetryStart, pool, run.after_failed));
-            out.push(event(end, Kind::RetryEnd, pool, run.after_failed));
-            retries.push((start, end, pool));
+            out.push(event(start, Kind::RetryStart, pool, run.after_failed, k));
+            out.push(event(end, Kind::RetryEnd, pool, run.after_failed, k));
+            retries.push((start, end, pool, k));
         }
         previous_end = Some(end);
     }
     // A job waits once however many of its waits overlap (runs out of order in the
     // record): its request counts once in `Q_p`.
-    waits.sort_unstable_by_key(|&(from, _, pool)| (pool, from));
-    let mut merged: Vec<(i64, i64, u32)> = Vec::with_capacity(waits.len());
+    waits.sort_unstable_by_key(|&(from, _, pool, _)| (pool, from));
+    let mut merged: Vec<(i64, i64, u32, u32)> = Vec::with_capacity(waits.len());
+    let mut met = false;
     for w in waits {
         match merged.last_mut() {
-            Some(last) if last.2 == w.2 && w.0 <= last.1 => last.1 = last.1.max(w.1),
+            Some(last) if last.2 == w.2 && w.0 <= last.1 => {
+                last.1 = last.1.max(w.1);
+                last.3 = last.3.max(w.3);
+                met = true;
+            }
             _ => merged.push(w),
         }
     }
-    for &(from, to, pool) in &merged {
-        out.push(event(from, Kind::WaitStart, pool, None));
-        out.push(event(to, Kind::WaitEnd, pool, None));
+    for &(from, to, pool, k) in &merged {
+        out.push(event(from, Kind::WaitStart, pool, None, k));
+        out.push(event(to, Kind::WaitEnd, pool, None, k));
     }
     // Each retry against the waits it can meet, not against all of them: a job of 100,000
     // runs took 10^10 comparisons. `merged` is sorted by pool and start, and its waits in one
     // pool are disjoint, so their ends rise too: the first that ends after the retry starts
     // is found by bisection, and the ones after it until one starts after the retry ends are
-    // all it meets. (The events' order here is no matter: the sweep sorts them by time.)
-    for &(rs, re, rp) in &retries {
-        let first = merged.partition_point(|&(_, to, pool)| (pool, to) <= (rp, rs));
-        for &(ws, we, _) in merged[first..].iter().take_while(|&&(ws, _, wp)| wp == rp && ws < re) {
-            out.push(event(ws.max(rs), Kind::OwnStart, rp, None));
-            out.push(event(we.min(re), Kind::OwnEnd, rp, None));
+    // all it meets. (The events' order here is no matter: the sweep sorts them by time.) A
+    // side has the overlap when it starts both runs.
+    for &(rs, re, rp, rk) in &retries {
+        let first = merged.partition_point(|&(_, to, pool, _)| (pool, to) <= (rp, rs));
+        for &(ws, we, _, wk) in merged[first..]
+            .iter()
+            .take_while(|&&(ws, _, wp, _)| wp == rp && ws < re)
+        {
+            out.push(event(ws.max(rs), Kind::OwnStart, rp, None, rk.max(wk)));
+            out.push(event(we.min(re), Kind::OwnEnd, rp, None, rk.max(wk)));
         }
     }
     debug_assert!(out[from..].len() % 2 == 0);
-    counts
+    !met
 }

@@ -12,10 +12,12 @@
 //! before them, and its runs beyond the record counted as not placed.
 //!
 //! ```text
-//! job  → JobRuns (job.rs: the runs a side starts, timed, pooled)          in a worker
-//!      → events (events.rs: waits and retries, names numbered)            in input order
-//!      → Spill (spill.rs: an external sort by time)
-//!      → Sweep (sweep.rs: each pool settled at its own events) → Tally    once, at the end
+//! job  → JobRuns (job.rs: the runs the record holds, timed, pooled)      in a worker
+//!      → events (events.rs: waits and retries, names numbered),           in input order
+//!        each once, for the sides that start its run (collect.rs: Sides)
+//!      → Spill (spill.rs: an external sort by time, every side at once)
+//!      → Sweep (sweep.rs: one a side, each pool settled at its own        once, at the end
+//!        events) → Tally
 //!      → Side (side.rs: hours, by name)
 //! ```
 //!
@@ -27,7 +29,11 @@
 //! anonymous temporary file and merged back (spill.rs). The sweep then holds one state a
 //! pool: each queue's waiting and retrying requests there, sums rather than runs. So memory
 //! is a fixed chunk plus the pools and queues, whatever the number of jobs or of runs that
-//! overlap in time; the temporary file grows with the history. The replay's spool of changed
+//! overlap in time; the temporary file grows with the history. Sides (a comparison's, `tune`'s
+//! candidates) start the record's runs of a job or fewer of them, with the same events, so
+//! each event of a job is written once, tagged with the set of sides that start its run,
+//! sorted once, and handed to the sweep of each side of the set: the file and the sort grow
+//! with the record's events, not with the number of sides. The replay's spool of changed
 //! jobs and suggest's copy keep input order, which is not the order needed here, so neither
 //! is reused; the windows of `incidents` come from the whole history too, and are given to
 //! the sweep at the end ([`Contention::finish`]), which is why an event carries the time of

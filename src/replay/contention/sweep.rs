@@ -284,6 +284,15 @@ fn split(
     if whole == 0 {
         return;
     }
+    // One queue holds it all (the usual case in a pool): all of it, without dividing 128
+    // bits.
+    if let [s] = shares {
+        if u128::from(by(s)) == whole {
+            let sum = slot(into, s.queue as usize);
+            *sum = sum.saturating_add(total);
+            return;
+        }
+    }
     remainders.clear();
     let (quotient, rest) = (total / whole, total % whole);
     let mut given = 0u128;

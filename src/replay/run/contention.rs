@@ -42,10 +42,13 @@ impl Taken {
 }
 
 /// Every side's events and the record's (last), in one sort: one chunk in memory and one
-/// temporary file whatever the number of sides ([`Sides`]).
+/// temporary file whatever the number of sides, and a job's events written once for the
+/// sides that start the same runs of it ([`Sides`]).
 pub struct Collect {
     sides: usize,
     all: Sides,
+    /// Scratch: one job's runs each side starts, the record's last.
+    started: Vec<Started>,
 }
 
 impl Collect {
@@ -54,20 +57,24 @@ impl Collect {
         Collect {
             sides,
             all: Sides::new(sides + 1),
+            started: Vec::with_capacity(sides + 1),
         }
     }
 
     /// A unit's jobs, in input order.
     pub fn add(&mut self, taken: &Taken) -> io::Result<()> {
         for (job, at) in &taken.jobs {
-            for (side, started) in taken.started[at.clone()].iter().enumerate().take(self.sides) {
-                self.all.add_started(side, job, *started)?;
-            }
-            let record = Started {
+            self.started.clear();
+            self.started
+                .extend(taken.started[at.clone()].iter().take(self.sides).copied());
+            // A side the unit did not say starts nothing of the job.
+            let none = Started { recorded: 0, beyond: 0 };
+            self.started.resize(self.sides, none);
+            self.started.push(Started {
                 recorded: job.runs.len(),
                 beyond: job.beyond,
-            };
-            self.all.add_started(self.sides, job, record)?;
+            });
+            self.all.add(job, &self.started)?;
         }
         Ok(())
     }
