@@ -56,8 +56,10 @@ struct Cursor {
 }
 
 impl Spill {
-    /// Events sorted in memory at a time (about 14 MiB, and 4 MiB of their order).
-    pub const CHUNK: usize = 1 << 18;
+    /// Events sorted in memory at a time (about 3.5 MiB, and 1 MiB of their order): the
+    /// section sits inside `simulate`'s memory bar (64 MiB) beside the replay; at 2^18 it
+    /// took `simulate --baseline` of 200,000 jobs to 76 MiB (BENCHMARKS.md, 2026-11-29).
+    pub const CHUNK: usize = 1 << 16;
     /// Bytes of the file the merge's slices hold together.
     pub const MERGE: usize = 1 << 22;
 
