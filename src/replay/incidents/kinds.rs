@@ -297,20 +297,16 @@ impl Names {
         self.ids.get(name).copied().unwrap_or(PAST)
     }
 
-    /// One job with a failed run of `id`: counted once in the span.
-    fn count(&mut self, id: u32) {
-        if id != PAST {
-            self.jobs[id as usize] += 1;
-        }
-    }
-
-    /// One job's failed runs of `id`, by their window steps (sorted, distinct): counted once
-    /// in the span and once in each window they fall in.
-    fn add(&mut self, id: u32, steps: &[i64]) {
+    /// One job's failed runs of `id`: counted once in the span and, given their window steps
+    /// (sorted, distinct: [`Gather::Windows`]), once in each window they fall in.
+    fn add(&mut self, id: u32, steps: Option<&[i64]>) {
         if id == PAST {
             return;
         }
         self.jobs[id as usize] += 1;
+        let Some(steps) = steps else {
+            return;
+        };
         let deltas = &mut self.deltas;
         window_runs(steps, |a, b| {
             bump(deltas, (id, a), 1);
@@ -402,6 +398,27 @@ pub(super) fn window_runs(steps: &[i64], mut f: impl FnMut(i64, i64)) {
     }
 }
 
+/// A failed run being fed: its window step, signature and node.
+type FedRun = (i64, u32, Option<u32>);
+
+/// The window steps of the `runs` that `keep` holds, sorted and distinct, in `out`; `None`
+/// (and nothing computed) when the windows are not kept.
+fn steps_of<'a>(
+    runs: &[FedRun],
+    keep: impl Fn(&FedRun) -> bool,
+    windows: bool,
+    out: &'a mut Vec<i64>,
+) -> Option<&'a [i64]> {
+    if !windows {
+        return None;
+    }
+    out.clear();
+    out.extend(runs.iter().filter(|r| keep(r)).map(|r| r.0));
+    out.sort_unstable();
+    out.dedup();
+    Some(out)
+}
+
 /// One window's failing jobs, by job set, signature and node (the ids of [`Mix`]'s names).
 #[derive(Debug, Default, PartialEq, Eq)]
 struct StartMix {
@@ -445,7 +462,7 @@ pub struct Mix {
     #[serde(skip)]
     set: Option<u32>,
     #[serde(skip)]
-    runs: Vec<(i64, u32, Option<u32>)>,
+    runs: Vec<FedRun>,
     #[serde(skip)]
     key: String,
     #[serde(skip)]
@@ -507,14 +524,9 @@ impl Mix {
         self.jobs += 1;
         let by_window = gather == Gather::Windows;
         let (mut steps, mut ids) = (std::mem::take(&mut self.steps), std::mem::take(&mut self.ids));
-        if let Some(set) = self.set.filter(|_| !by_window) {
-            self.sets.count(set);
-        } else if let Some(set) = self.set {
-            steps.clear();
-            steps.extend(self.runs.iter().map(|r| r.0));
-            steps.sort_unstable();
-            steps.dedup();
-            self.sets.add(set, &steps);
+        if let Some(set) = self.set {
+            self.sets
+                .add(set, steps_of(&self.runs, |_| true, by_window, &mut steps));
         }
         for signatures in [true, false] {
             ids.clear();
@@ -526,25 +538,11 @@ impl Mix {
             ids.sort_unstable();
             ids.dedup();
             for &id in &ids {
-                if !by_window {
-                    match signatures {
-                        true => self.signatures.count(id),
-                        false => self.nodes.count(id),
-                    }
-                    continue;
-                }
-                steps.clear();
-                steps.extend(
-                    self.runs
-                        .iter()
-                        .filter(|r| if signatures { r.1 == id } else { r.2 == Some(id) })
-                        .map(|r| r.0),
-                );
-                steps.sort_unstable();
-                steps.dedup();
+                let of_id = |r: &FedRun| if signatures { r.1 == id } else { r.2 == Some(id) };
+                let steps = steps_of(&self.runs, of_id, by_window, &mut steps);
                 match signatures {
-                    true => self.signatures.add(id, &steps),
-                    false => self.nodes.add(id, &steps),
+                    true => self.signatures.add(id, steps),
+                    false => self.nodes.add(id, steps),
                 }
             }
         }

@@ -192,19 +192,11 @@ impl Segments {
         let Some(last) = self.starts.last_mut() else {
             return;
         };
-        // The record keeps minutes: the span is widened to them as the record reads back.
-        let minute = |t: i64, up: i64| {
-            t.div_euclid(60_000_000_000)
-                .saturating_add(up)
-                .saturating_mul(60_000_000_000)
-        };
-        last.1 = match (last.1, failed) {
+        last.1 = match (last.1, failed.map(FailedTimes::as_kept)) {
             (Span::Always, _) | (_, None | Some(FailedTimes::Unknown)) => Span::Always,
             (span, Some(FailedTimes::None)) => span,
-            (Span::Never, Some(FailedTimes::Between(a, b))) => Span::Between(minute(a, 0), minute(b, 1)),
-            (Span::Between(x, y), Some(FailedTimes::Between(a, b))) => {
-                Span::Between(x.min(minute(a, 0)), y.max(minute(b, 1)))
-            }
+            (Span::Never, Some(FailedTimes::Between(a, b))) => Span::Between(a, b),
+            (Span::Between(x, y), Some(FailedTimes::Between(a, b))) => Span::Between(x.min(a), y.max(b)),
         };
     }
 

@@ -71,6 +71,19 @@ impl FailedTimes {
         })
     }
 
+    /// As a record keeps it: the span widened to whole minutes, `[a, b + 1)`, as
+    /// [`FailedTimes::read`] gives it back (so that a copy's [`Segments`](super::copy::Segments)
+    /// hold what its records say).
+    pub(super) fn as_kept(self) -> FailedTimes {
+        match self {
+            FailedTimes::Between(lo, hi) => FailedTimes::Between(
+                lo.div_euclid(MINUTE).saturating_mul(MINUTE),
+                hi.div_euclid(MINUTE).saturating_add(1).saturating_mul(MINUTE),
+            ),
+            other => other,
+        }
+    }
+
     /// Whether a failed run of the job may have ended in one of `windows`.
     fn may_touch(self, windows: &Windows) -> bool {
         match self {
