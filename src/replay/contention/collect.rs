@@ -11,7 +11,7 @@ use std::io;
 
 use crate::replay::incidents::Windows;
 
-use super::events::{events, events_by_run, events_started, Counts, Event, Names};
+use super::events::{combine, events, events_by_run, events_started, Counts, Event, Names};
 use super::job::{JobRuns, Started};
 use super::spill::Spill;
 use super::sweep::{Sweep, Tally};
@@ -67,9 +67,9 @@ impl Contention {
 /// that start its run (numbered as met; the set of every side is 0); a job whose own waits
 /// meet (runs out of order) has its events made once for each group of sides that start the
 /// same runs. At the end the events come back in time order once, and each goes to the sweep
-/// of every side of its set. One chunk in
-/// memory, one temporary file and one sort whatever the number of sides; each side holds its
-/// own pool states, which grow with the pools and queues, not the jobs.
+/// of every side of its set, one sweep for the sides handed the same events ([`Classes`]). One
+/// chunk in memory, one temporary file and one sort whatever the number of sides; each sweep
+/// holds its own pool states, which grow with the pools and queues, not the jobs.
 pub struct Sides {
     names: Names,
     counts: Vec<Counts>,
@@ -172,16 +172,13 @@ impl Sides {
                 }
                 at += self.group[at..].partition_point(|&(r, _)| r == runs);
             }
-            for mut e in self.scratch.drain(..) {
-                let above = self.bounds.partition_point(|&(runs, _)| runs <= e.set as usize);
-                // A run no side starts.
-                let Some(&(_, set)) = self.bounds.get(above) else {
-                    continue;
-                };
-                e.set = set;
-                self.spill.push(e)?;
-            }
-            return Ok(());
+            let bounds = &self.bounds;
+            self.scratch.retain_mut(|e| {
+                let above = bounds.partition_point(|&(runs, _)| runs <= e.set as usize);
+                // A run no side starts: none.
+                bounds.get(above).map(|&(_, set)| e.set = set).is_some()
+            });
+            return self.push_scratch();
         }
         // Waits of the job that meet (runs out of order in the record): each group of sides
         // that start the same runs has its own events.
@@ -203,8 +200,14 @@ impl Sides {
         self.scratch.clear();
         // The counts are each side's, added above.
         events_started(job, Started { recorded, beyond: 0 }, &mut self.names, &mut self.scratch);
-        for mut e in self.scratch.drain(..) {
-            e.set = set;
+        self.scratch.iter_mut().for_each(|e| e.set = set);
+        self.push_scratch()
+    }
+
+    /// The job's events in `scratch`, those that can be one made one, to the spill.
+    fn push_scratch(&mut self) -> io::Result<()> {
+        combine(&mut self.scratch);
+        for e in self.scratch.drain(..) {
             self.spill.push(e)?;
         }
         Ok(())
@@ -226,17 +229,92 @@ impl Sides {
             spill,
             ..
         } = self;
-        let mut sweeps: Vec<Sweep> = counts.iter().map(|_| Sweep::new(windows)).collect();
-        spill.drain(|e| {
-            for &side in sets.sides.get(e.set as usize).map_or(&[][..], |s| &s[..]) {
-                sweeps[side as usize].add(e);
-            }
-        })?;
-        Ok(sweeps
+        let mut sweeps = Classes::new(counts.len(), windows);
+        spill.drain(|e| sweeps.add(&sets, e))?;
+        Ok(counts
             .into_iter()
-            .zip(counts)
-            .map(|(sweep, counts)| sweep.finish(counts, names.clone()))
+            .enumerate()
+            .map(|(side, counts)| sweeps.of(side).clone().finish(counts, names.clone()))
             .collect())
+    }
+}
+
+/// The sides' sweeps, one a class of sides handed the same events so far: sides that start
+/// the same runs of every job (a candidate that retries as the record did, `tune`'s
+/// candidates that decide alike) are swept once. All the sides start in one class; a set of
+/// sides that holds part of a class splits it, the part's sweep a copy of the class's.
+struct Classes<'w> {
+    sweeps: Vec<Sweep<'w>>,
+    /// Each class's sides, and each side's class.
+    sides: Vec<Vec<u32>>,
+    class_of: Vec<u32>,
+    /// The classes each set of sides holds (by the set's number), found when the set is
+    /// first met, and again after a split.
+    of_set: Vec<Option<Box<[u32]>>>,
+}
+
+impl<'w> Classes<'w> {
+    fn new(n: usize, windows: &'w Windows) -> Classes<'w> {
+        Classes {
+            sweeps: vec![Sweep::new(windows)],
+            sides: vec![(0..n).map(side_number).collect()],
+            class_of: vec![0; n],
+            of_set: Vec::new(),
+        }
+    }
+
+    /// `e` to the sweep of each class of its set.
+    fn add(&mut self, sets: &Sets, e: &Event) {
+        let set = e.set as usize;
+        if self.of_set.get(set).is_none_or(Option::is_none) {
+            self.resolve(set, sets.sides.get(set).map_or(&[][..], |s| &s[..]));
+        }
+        if let Some(Some(classes)) = self.of_set.get(set) {
+            for &c in classes.iter() {
+                self.sweeps[c as usize].add(e);
+            }
+        }
+    }
+
+    /// The classes of the set numbered `set`, which holds `members` (sorted): a class it
+    /// holds part of split in two.
+    fn resolve(&mut self, set: usize, members: &[u32]) {
+        let mut touched: Vec<u32> = members.iter().map(|&s| self.class_of[s as usize]).collect();
+        touched.sort_unstable();
+        touched.dedup();
+        let mut whole = Vec::with_capacity(touched.len());
+        let mut split = false;
+        for c in touched {
+            let (inside, outside): (Vec<u32>, Vec<u32>) = self.sides[c as usize]
+                .iter()
+                .partition(|s| members.binary_search(s).is_ok());
+            if outside.is_empty() {
+                whole.push(c);
+                continue;
+            }
+            let part = side_number(self.sweeps.len());
+            self.sweeps.push(self.sweeps[c as usize].clone());
+            for &s in &inside {
+                self.class_of[s as usize] = part;
+            }
+            self.sides[c as usize] = outside;
+            self.sides.push(inside);
+            whole.push(part);
+            split = true;
+        }
+        if split {
+            // A set met before may hold part of a class split now.
+            self.of_set.iter_mut().for_each(|c| *c = None);
+        }
+        if self.of_set.len() <= set {
+            self.of_set.resize(set + 1, None);
+        }
+        self.of_set[set] = Some(whole.into());
+    }
+
+    /// The sweep of `side`'s class.
+    fn of(&self, side: usize) -> &Sweep<'w> {
+        &self.sweeps[self.class_of[side] as usize]
     }
 }
 
@@ -254,4 +332,60 @@ pub fn tally<'a>(jobs: impl IntoIterator<Item = &'a JobRuns>, windows: &Windows)
         sweep.add(e);
     }
     sweep.finish(counts, names)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::replay::contention::Kind;
+
+    fn wait(t: i64, set: u32) -> Event {
+        Event {
+            t,
+            change: if t % 2 == 0 { Kind::WaitStart } else { Kind::WaitEnd }.into(),
+            pool: 0,
+            queue: 0,
+            gpu: 1000,
+            cpu: 0,
+            after_failed: None,
+            set,
+        }
+    }
+
+    /// Sides handed the same events share one sweep until a set holds part of them; a set
+    /// met before the split then goes to both parts.
+    #[test]
+    fn sides_handed_the_same_events_share_a_sweep_until_a_set_splits_them() {
+        let windows = Windows::default();
+        let mut sets = Sets::new(3);
+        let two = sets.id(&[0, 2]);
+        let one = sets.id(&[0]);
+        let mut c = Classes::new(3, &windows);
+        c.add(&sets, &wait(0, 0));
+        c.add(&sets, &wait(1, 0));
+        assert_eq!(c.sweeps.len(), 1);
+        // Sides 0 and 2 wait an hour more than side 1.
+        c.add(&sets, &wait(2, two));
+        c.add(&sets, &wait(3_600_000_000_001, two));
+        assert_eq!((c.sweeps.len(), c.class_of.as_slice()), (2, &[1, 0, 1][..]));
+        // Side 0 alone, then sides 0 and 2 again: two more hours each for them.
+        c.add(&sets, &wait(3_600_000_000_002, one));
+        c.add(&sets, &wait(7_200_000_000_001, one));
+        c.add(&sets, &wait(7_200_000_000_002, two));
+        c.add(&sets, &wait(10_800_000_000_001, two));
+        assert_eq!(c.sweeps.len(), 3);
+        let queued = |side: usize| {
+            c.of(side)
+                .clone()
+                .finish(Counts::default(), Names::default())
+                .gpu
+                .queued
+        };
+        // Each wait after the first is an hour less a nanosecond, of 1,000 thousandths.
+        let wait = 3_600_000_000_000u128 - 1;
+        assert_eq!(
+            [queued(0), queued(1), queued(2)],
+            [(1 + 3 * wait) * 1000, 1000, (1 + 2 * wait) * 1000]
+        );
+    }
 }

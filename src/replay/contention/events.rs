@@ -11,31 +11,72 @@ use std::collections::HashMap;
 
 use super::job::{JobRuns, RunSpan, Started};
 
-/// What happens at an event's time.
+/// What happens at an event's time, one change at a time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[repr(u8)]
 pub enum Kind {
     /// A job starts waiting in the pool (its submission, or a run's end before its next run).
-    WaitStart = 0,
-    WaitEnd = 1,
+    WaitStart,
+    WaitEnd,
     /// A retry (any run after a job's first) starts running in the pool.
-    RetryStart = 2,
-    RetryEnd = 3,
+    RetryStart,
+    RetryEnd,
     /// A job's retry runs while the same job waits in the same pool (runs of one job that
     /// overlap in the record): its own wait is not another job's.
-    OwnStart = 4,
-    OwnEnd = 5,
+    OwnStart,
+    OwnEnd,
 }
 
-impl Kind {
-    const ALL: [Kind; 6] = [
-        Kind::WaitStart,
-        Kind::WaitEnd,
-        Kind::RetryStart,
-        Kind::RetryEnd,
-        Kind::OwnStart,
-        Kind::OwnEnd,
-    ];
+/// What an event changes: the job's requests start (+1) or stop (−1) waiting, running as a
+/// retry, or running as a retry while the same job waits ("own"); 0, no change. One event of
+/// a job can make two changes at one time in one pool (a wait that ends where the retry it
+/// waited for starts, a retry that ends where the next wait starts): the sweep settles the
+/// pool once for both, and the sort has one event less to carry.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Change {
+    pub wait: i8,
+    pub retry: i8,
+    pub own: i8,
+}
+
+impl From<Kind> for Change {
+    fn from(kind: Kind) -> Change {
+        let (wait, retry, own) = match kind {
+            Kind::WaitStart => (1, 0, 0),
+            Kind::WaitEnd => (-1, 0, 0),
+            Kind::RetryStart => (0, 1, 0),
+            Kind::RetryEnd => (0, -1, 0),
+            Kind::OwnStart => (0, 0, 1),
+            Kind::OwnEnd => (0, 0, -1),
+        };
+        Change { wait, retry, own }
+    }
+}
+
+impl Change {
+    /// The two changes as one, when each part stays within one start or one stop.
+    fn and(self, o: Change) -> Option<Change> {
+        let part = |a: i8, b: i8| Some(a + b).filter(|n| (-1..=1).contains(n));
+        Some(Change {
+            wait: part(self.wait, o.wait)?,
+            retry: part(self.retry, o.retry)?,
+            own: part(self.own, o.own)?,
+        })
+    }
+
+    /// The change as one byte's value below 27: three digits in base 3.
+    fn code(self) -> u8 {
+        let digit = |n: i8| (n.clamp(-1, 1) + 1) as u8;
+        digit(self.wait) + 3 * digit(self.retry) + 9 * digit(self.own)
+    }
+
+    fn of_code(code: u8) -> Option<Change> {
+        let digit = |n: u8| n as i8 - 1;
+        (code < 27).then(|| Change {
+            wait: digit(code % 3),
+            retry: digit(code / 3 % 3),
+            own: digit(code / 9),
+        })
+    }
 }
 
 /// One change of what waits or runs in a pool.
@@ -43,7 +84,7 @@ impl Kind {
 pub struct Event {
     /// Nanoseconds since the epoch.
     pub t: i64,
-    pub kind: Kind,
+    pub change: Change,
     pub pool: u32,
     pub queue: u32,
     /// The job's requests in thousandths.
@@ -55,6 +96,36 @@ pub struct Event {
     /// The sides the event is of, when several are swept together: a number of the caller's
     /// (`Sides` numbers each set of sides it meets); 0 when one side is swept alone.
     pub set: u32,
+}
+
+/// One job's events (of one set of sides each), those of one time, pool and set made one
+/// where their changes add up to one start or stop of each kind ([`Change`]): the same sums,
+/// fewer events. `events` is left sorted by time.
+pub fn combine(events: &mut Vec<Event>) {
+    events.sort_unstable_by_key(|e| (e.t, e.pool, e.set));
+    let mut kept: usize = 0;
+    for i in 0..events.len() {
+        let e = events[i];
+        if kept > 0 {
+            let last = &mut events[kept - 1];
+            let retries = |x: &Event| x.change.retry != 0;
+            // A retry's failed run goes with its retry: two retries whose differ stay apart.
+            let failed_agree = !(retries(last) && retries(&e)) || last.after_failed == e.after_failed;
+            if (last.t, last.pool, last.set) == (e.t, e.pool, e.set) && failed_agree {
+                if let Some(both) = last.change.and(e.change) {
+                    last.change = both;
+                    if retries(&e) {
+                        last.after_failed = e.after_failed;
+                    }
+                    continue;
+                }
+            }
+        }
+        events[kept] = e;
+        kept += 1;
+    }
+    events.truncate(kept);
+    events.retain(|e| e.change != Change::default());
 }
 
 impl Event {
@@ -73,23 +144,28 @@ impl Event {
     /// fields take 44 (the file, and the kernel's copies into it and out of it, shrink with
     /// it). Exact for every value: the steps wrap.
     pub fn encode(&self, before: i64, out: &mut Vec<u8>) {
-        varint(out, self.t.wrapping_sub(before) as u64);
+        // Into a buffer on the stack, then one copy: a byte at a time into `out` checked its
+        // room at each byte.
+        let mut b = [0u8; Event::MAX_BYTES];
+        let mut n = varint(&mut b, 0, self.t.wrapping_sub(before) as u64);
         let flag = if self.after_failed.is_some() {
             Event::AFTER_FAILED
         } else {
             0
         };
-        out.push(self.kind as u8 | flag);
-        varint(out, u64::from(self.pool));
-        varint(out, u64::from(self.queue));
-        varint(out, self.gpu);
-        varint(out, self.cpu);
-        varint(out, u64::from(self.set));
+        b[n] = self.change.code() | flag;
+        n += 1;
+        n = varint(&mut b, n, u64::from(self.pool));
+        n = varint(&mut b, n, u64::from(self.queue));
+        n = varint(&mut b, n, self.gpu);
+        n = varint(&mut b, n, self.cpu);
+        n = varint(&mut b, n, u64::from(self.set));
         if let Some(failed) = self.after_failed {
             let back = self.t.wrapping_sub(failed);
             // Zigzag: a step of either sign in few bytes.
-            varint(out, ((back << 1) ^ (back >> 63)) as u64);
+            n = varint(&mut b, n, ((back << 1) ^ (back >> 63)) as u64);
         }
+        out.extend_from_slice(&b[..n]);
     }
 
     /// The event at the front of `b`, written by [`Event::encode`] after `before`, and the
@@ -113,11 +189,11 @@ impl Event {
         } else {
             None
         };
-        let kind = *Kind::ALL.get(usize::from(kind_byte & !Event::AFTER_FAILED))?;
+        let change = Change::of_code(kind_byte & !Event::AFTER_FAILED)?;
         Some((
             Event {
                 t,
-                kind,
+                change,
                 pool,
                 queue,
                 gpu,
@@ -130,13 +206,16 @@ impl Event {
     }
 }
 
-/// `n` in 7-bit groups, low first, each byte's top bit saying another follows.
-fn varint(out: &mut Vec<u8>, mut n: u64) {
+/// `n` in 7-bit groups, low first, each byte's top bit saying another follows, into `b` at
+/// `at` (room for 10 bytes); where it ends.
+fn varint(b: &mut [u8; Event::MAX_BYTES], mut at: usize, mut n: u64) -> usize {
     while n >= 0x80 {
-        out.push((n as u8) | 0x80);
+        b[at] = (n as u8) | 0x80;
+        at += 1;
         n >>= 7;
     }
-    out.push(n as u8);
+    b[at] = n as u8;
+    at + 1
 }
 
 /// A number [`varint`] wrote at `b[*at..]`, `*at` moved past it; `None`: cut short, or past
@@ -268,7 +347,7 @@ fn job_events(job: &JobRuns, runs: &[RunSpan], names: &mut Names, out: &mut Vec<
     let queue = names.queue(&job.queue);
     let event = |t: i64, kind: Kind, pool: u32, after_failed: Option<i64>, run: u32| Event {
         t,
-        kind,
+        change: kind.into(),
         pool,
         queue,
         gpu: job.gpu,
@@ -277,12 +356,21 @@ fn job_events(job: &JobRuns, runs: &[RunSpan], names: &mut Names, out: &mut Vec<
         set: run,
     };
     let from = out.len();
-    // Where the job waits and where its retries run, to find the rare times they overlap.
-    let mut waits: Vec<(i64, i64, u32, u32)> = Vec::new();
-    let mut retries: Vec<(i64, i64, u32, u32)> = Vec::new();
+    // Where the job waits, to find the rare times its retries overlap them (the retries are
+    // the pairs of events pushed first). One allocation a job.
+    let mut waits: Vec<(i64, i64, u32, u32)> = Vec::with_capacity(runs.len());
     let mut previous_end = job.submitted;
+    // A job's runs are mostly in one pool: its name looked up once.
+    let mut named: Option<(&str, u32)> = None;
     for (k, run) in runs.iter().enumerate() {
-        let pool = names.pool(&run.pool);
+        let pool = match named {
+            Some((name, id)) if name == run.pool => id,
+            _ => {
+                let id = names.pool(&run.pool);
+                named = Some((&run.pool, id));
+                id
+            }
+        };
         let Some((start, end)) = run.span else {
             previous_end = None;
             continue;
@@ -294,25 +382,31 @@ fn job_events(job: &JobRuns, runs: &[RunSpan], names: &mut Names, out: &mut Vec<
         if k > 0 && start < end {
             out.push(event(start, Kind::RetryStart, pool, run.after_failed, k));
             out.push(event(end, Kind::RetryEnd, pool, run.after_failed, k));
-            retries.push((start, end, pool, k));
         }
         previous_end = Some(end);
     }
+    let retries = from..out.len();
     // A job waits once however many of its waits overlap (runs out of order in the
-    // record): its request counts once in `Q_p`.
+    // record): its request counts once in `Q_p`. Merged in place.
     waits.sort_unstable_by_key(|&(from, _, pool, _)| (pool, from));
-    let mut merged: Vec<(i64, i64, u32, u32)> = Vec::with_capacity(waits.len());
     let mut met = false;
-    for w in waits {
-        match merged.last_mut() {
+    let mut kept: usize = 0;
+    for i in 0..waits.len() {
+        let w = waits[i];
+        match kept.checked_sub(1).map(|last| &mut waits[last]) {
             Some(last) if last.2 == w.2 && w.0 <= last.1 => {
                 last.1 = last.1.max(w.1);
                 last.3 = last.3.max(w.3);
                 met = true;
             }
-            _ => merged.push(w),
+            _ => {
+                waits[kept] = w;
+                kept += 1;
+            }
         }
     }
+    waits.truncate(kept);
+    let merged = waits;
     for &(from, to, pool, k) in &merged {
         out.push(event(from, Kind::WaitStart, pool, None, k));
         out.push(event(to, Kind::WaitEnd, pool, None, k));
@@ -323,7 +417,12 @@ fn job_events(job: &JobRuns, runs: &[RunSpan], names: &mut Names, out: &mut Vec<
     // is found by bisection, and the ones after it until one starts after the retry ends are
     // all it meets. (The events' order here is no matter: the sweep sorts them by time.) A
     // side has the overlap when it starts both runs.
-    for &(rs, re, rp, rk) in &retries {
+    if merged.is_empty() {
+        debug_assert!(out[from..].len() % 2 == 0);
+        return !met;
+    }
+    for at in retries.step_by(2) {
+        let (rs, re, rp, rk) = (out[at].t, out[at + 1].t, out[at].pool, out[at].set);
         let first = merged.partition_point(|&(_, to, pool, _)| (pool, to) <= (rp, rs));
         for &(ws, we, _, wk) in merged[first..]
             .iter()

@@ -16,8 +16,8 @@
 //!      → events (events.rs: waits and retries, names numbered),           in input order
 //!        each once, for the sides that start its run (collect.rs: Sides)
 //!      → Spill (spill.rs: an external sort by time, every side at once)
-//!      → Sweep (sweep.rs: one a side, each pool settled at its own        once, at the end
-//!        events) → Tally
+//!      → Sweep (sweep.rs: one a class of sides handed the same events,    once, at the end
+//!        each pool settled at its own events) → Tally
 //!      → Side (side.rs: hours, by name)
 //! ```
 //!
@@ -51,7 +51,7 @@ mod spill;
 mod sweep;
 
 pub use collect::{tally, Contention, Sides};
-pub use events::{events_started, Counts, Event, Kind, Names};
+pub use events::{events_started, Change, Counts, Event, Kind, Names};
 pub use job::{run_spans, JobRuns, RunSpan, Started, DEFAULT_POOL};
 pub use side::{InIncidents, IncidentHours, OfComparison, OfReplay, Resource, Side};
 pub use spill::Spill;

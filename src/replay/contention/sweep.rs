@@ -17,7 +17,7 @@
 use crate::replay::device_time::{add_device_time, Overflow};
 use crate::replay::incidents::Windows;
 
-use super::events::{Counts, Event, Kind, Names};
+use super::events::{Counts, Event, Names};
 
 /// The four sums of one resource, their splits and the in-incident part, in nanoseconds ×
 /// thousandths.
@@ -82,7 +82,7 @@ struct Pool {
 }
 
 /// The sweep over one side's events.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Sweep<'w> {
     windows: &'w Windows,
     pools: Vec<Pool>,
@@ -118,30 +118,28 @@ impl<'w> Sweep<'w> {
         self.settle(at, e.t);
         let pool = &mut self.pools[at];
         let in_incidents = e.after_failed.is_some_and(|t| self.windows.contains(t));
-        match e.kind {
-            Kind::WaitStart | Kind::WaitEnd => {
-                let on = e.kind == Kind::WaitStart;
-                change(&mut pool.waiting, e, on, true);
-                for (level, request) in [(&mut pool.gpu, e.gpu), (&mut pool.cpu, e.cpu)] {
-                    step(&mut level.waiting, request, on);
-                    step(&mut level.waiting_jobs, u64::from(request > 0), on);
+        if e.change.wait != 0 {
+            let on = e.change.wait > 0;
+            change(&mut pool.waiting, e, on, true);
+            for (level, request) in [(&mut pool.gpu, e.gpu), (&mut pool.cpu, e.cpu)] {
+                step(&mut level.waiting, request, on);
+                step(&mut level.waiting_jobs, u64::from(request > 0), on);
+            }
+        }
+        if e.change.retry != 0 {
+            let on = e.change.retry > 0;
+            change(&mut pool.retrying, e, on, false);
+            for (level, request) in [(&mut pool.gpu, e.gpu), (&mut pool.cpu, e.cpu)] {
+                step(&mut level.retrying, request, on);
+                if in_incidents {
+                    step(&mut level.retrying_in_incidents, request, on);
                 }
             }
-            Kind::RetryStart | Kind::RetryEnd => {
-                let on = e.kind == Kind::RetryStart;
-                change(&mut pool.retrying, e, on, false);
-                for (level, request) in [(&mut pool.gpu, e.gpu), (&mut pool.cpu, e.cpu)] {
-                    step(&mut level.retrying, request, on);
-                    if in_incidents {
-                        step(&mut level.retrying_in_incidents, request, on);
-                    }
-                }
-            }
-            Kind::OwnStart | Kind::OwnEnd => {
-                let on = e.kind == Kind::OwnStart;
-                for (level, request) in [(&mut pool.gpu, e.gpu), (&mut pool.cpu, e.cpu)] {
-                    step(&mut level.own, request, on);
-                }
+        }
+        if e.change.own != 0 {
+            let on = e.change.own > 0;
+            for (level, request) in [(&mut pool.gpu, e.gpu), (&mut pool.cpu, e.cpu)] {
+                step(&mut level.own, request, on);
             }
         }
     }

@@ -1,7 +1,7 @@
 //! The contention of a replay's sides (docs/contention.md): what each worker takes of a job
 //! for every side ([`Taken`], in its unit's [`Part`](super::counts::Part)), and the
-//! emitting side's collectors, one a side, fed in input order and swept once at the end
-//! ([`Collect`]).
+//! emitting side's collector, every side in one `Sides`, fed in input order and swept once at
+//! the end ([`Collect`]).
 //!
 //! Owns: which runs each side starts, as the sweep reads them (the record's every run; a
 //! replayed side's runs from its report, and the runs a Pending side has left, beyond the
