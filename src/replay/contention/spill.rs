@@ -56,10 +56,11 @@ struct Cursor {
 }
 
 impl Spill {
-    /// Events sorted in memory at a time (about 3.5 MiB, and 1 MiB of their order): the
+    /// Events sorted in memory at a time (about 0.9 MiB, and 256 KiB of their order): the
     /// section sits inside `simulate`'s memory bar (64 MiB) beside the replay; at 2^18 it
-    /// took `simulate --baseline` of 200,000 jobs to 76 MiB (BENCHMARKS.md, 2026-11-29).
-    pub const CHUNK: usize = 1 << 16;
+    /// took `simulate --baseline` of 200,000 jobs to 76 MiB, at 2^16 to 58 MiB, at 2^14 52–53
+    /// MiB for the same CPU (BENCHMARKS.md, 2026-11-29).
+    pub const CHUNK: usize = 1 << 14;
     /// Bytes of the file the merge's slices hold together.
     pub const MERGE: usize = 1 << 22;
 
