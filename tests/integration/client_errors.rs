@@ -9,12 +9,9 @@ use serde_json::json;
 use crate::support::stub::{Reply, Stub};
 use crate::support::{exchange, retryctl, temp_home};
 
-/// A URL where nothing listens: bind a port, then free it.
+/// A URL where nothing listens, and no server of a test running alongside can start to.
 fn dead_url() -> String {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}", l.local_addr().unwrap());
-    drop(l);
-    url
+    format!("http://127.0.0.1:{}", crate::support::closed_port())
 }
 
 fn run(home: &std::path::Path, url: &str, args: &[&str]) -> String {

@@ -574,11 +574,7 @@ fn bad_databases_exit_4_or_5_with_the_password_masked() {
         format!("error: authentication to `{masked}` failed: password authentication failed for user \"lookout\"\n")
     );
     // Nothing listens on the port: 4 at once, the address shown, no password.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = crate::support::closed_port();
     let dsn = format!("postgresql://lookout:hunter2@127.0.0.1:{port}/lookout");
     let out = history(home.path(), &["--queue", "ml", "--lookout-db", &dsn]);
     assert_eq!(out.status.code(), Some(4));

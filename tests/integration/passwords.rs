@@ -3,16 +3,7 @@
 //! line break), an error that names the database shows `***` in its place, and `--emit`
 //! refuses a DSN holding a line break without echoing it.
 
-use crate::support::{format_output, retryctl, temp_home};
-
-/// A port on 127.0.0.1 nothing listens on.
-fn closed_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+use crate::support::{closed_port, format_output, retryctl, temp_home};
 
 /// `history --lookout-db DSN` and `simulate --lookout-db DSN`, nothing listening: exit 4, the
 /// DSN shown as `shown` (the password masked), the password nowhere in the output.

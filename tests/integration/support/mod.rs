@@ -58,6 +58,21 @@ pub fn format_output(output: &std::process::Output) -> String {
     )
 }
 
+/// A port on 127.0.0.1 that nothing listens on and that no server of the tests can take: one
+/// below the kernel's range of ports given to a bind of port 0 (where every server the tests
+/// start gets its port). A port bound and released at random in that range was given, at
+/// times, to a server of a test running alongside before the command under test connected.
+pub fn closed_port() -> u16 {
+    let ephemeral = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse::<u16>().ok())
+        .unwrap_or(32768);
+    (1024..ephemeral)
+        .rev()
+        .find(|&port| std::net::TcpListener::bind(("127.0.0.1", port)).is_ok())
+        .expect("a closed port below the ephemeral range")
+}
+
 pub fn temp_home() -> tempfile::TempDir {
     tempfile::tempdir().expect("tempdir")
 }
