@@ -245,8 +245,7 @@ impl Sides {
 /// sides that holds part of a class splits it, the part's sweep a copy of the class's.
 struct Classes<'w> {
     sweeps: Vec<Sweep<'w>>,
-    /// Each class's sides, and each side's class.
-    sides: Vec<Vec<u32>>,
+    /// Each side's class (a class's sides are found from it when a set splits it: rarely).
     class_of: Vec<u32>,
     /// The classes each set of sides holds (by the set's number), found when the set is
     /// first met, and again after a split.
@@ -257,7 +256,6 @@ impl<'w> Classes<'w> {
     fn new(n: usize, windows: &'w Windows) -> Classes<'w> {
         Classes {
             sweeps: vec![Sweep::new(windows)],
-            sides: vec![(0..n).map(side_number).collect()],
             class_of: vec![0; n],
             of_set: Vec::new(),
         }
@@ -285,20 +283,22 @@ impl<'w> Classes<'w> {
         let mut whole = Vec::with_capacity(touched.len());
         let mut split = false;
         for c in touched {
-            let (inside, outside): (Vec<u32>, Vec<u32>) = self.sides[c as usize]
-                .iter()
-                .partition(|s| members.binary_search(s).is_ok());
-            if outside.is_empty() {
+            let of_class = |side: &usize| self.class_of[*side] == c;
+            let outside = (0..self.class_of.len())
+                .filter(of_class)
+                .any(|side| members.binary_search(&side_number(side)).is_err());
+            if !outside {
                 whole.push(c);
                 continue;
             }
+            // The set's part of the class becomes a class of its own.
             let part = side_number(self.sweeps.len());
             self.sweeps.push(self.sweeps[c as usize].clone());
-            for &s in &inside {
-                self.class_of[s as usize] = part;
+            for &side in members {
+                if self.class_of[side as usize] == c {
+                    self.class_of[side as usize] = part;
+                }
             }
-            self.sides[c as usize] = outside;
-            self.sides.push(inside);
             whole.push(part);
             split = true;
         }

@@ -103,28 +103,23 @@ pub struct Event {
 /// fewer events. `events` is left sorted by time.
 pub fn combine(events: &mut Vec<Event>) {
     events.sort_unstable_by_key(|e| (e.t, e.pool, e.set));
-    let mut kept: usize = 0;
-    for i in 0..events.len() {
-        let e = events[i];
-        if kept > 0 {
-            let last = &mut events[kept - 1];
-            let retries = |x: &Event| x.change.retry != 0;
-            // A retry's failed run goes with its retry: two retries whose differ stay apart.
-            let failed_agree = !(retries(last) && retries(&e)) || last.after_failed == e.after_failed;
-            if (last.t, last.pool, last.set) == (e.t, e.pool, e.set) && failed_agree {
-                if let Some(both) = last.change.and(e.change) {
-                    last.change = both;
-                    if retries(&e) {
-                        last.after_failed = e.after_failed;
-                    }
-                    continue;
-                }
-            }
+    let retries = |x: &Event| x.change.retry != 0;
+    events.dedup_by(|e, last| {
+        // A retry's failed run goes with its retry: two retries whose failed runs differ
+        // stay apart.
+        let failed_agree = !(retries(last) && retries(e)) || last.after_failed == e.after_failed;
+        if (last.t, last.pool, last.set) != (e.t, e.pool, e.set) || !failed_agree {
+            return false;
         }
-        events[kept] = e;
-        kept += 1;
-    }
-    events.truncate(kept);
+        let Some(both) = last.change.and(e.change) else {
+            return false;
+        };
+        last.change = both;
+        if retries(e) {
+            last.after_failed = e.after_failed;
+        }
+        true
+    });
     events.retain(|e| e.change != Change::default());
 }
 

@@ -117,7 +117,6 @@ impl<'w> Sweep<'w> {
         }
         self.settle(at, e.t);
         let pool = &mut self.pools[at];
-        let in_incidents = e.after_failed.is_some_and(|t| self.windows.contains(t));
         if e.change.wait != 0 {
             let on = e.change.wait > 0;
             change(&mut pool.waiting, e, on, true);
@@ -128,6 +127,7 @@ impl<'w> Sweep<'w> {
         }
         if e.change.retry != 0 {
             let on = e.change.retry > 0;
+            let in_incidents = e.after_failed.is_some_and(|t| self.windows.contains(t));
             change(&mut pool.retrying, e, on, false);
             for (level, request) in [(&mut pool.gpu, e.gpu), (&mut pool.cpu, e.cpu)] {
                 step(&mut level.retrying, request, on);
