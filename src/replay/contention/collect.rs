@@ -12,7 +12,7 @@ use std::io;
 use crate::replay::incidents::Windows;
 
 use super::events::{combine, events, events_by_run, events_started, Counts, Event, Names};
-use super::job::{JobRuns, Started};
+use super::job::{Job, JobRuns, Run, Started};
 use super::spill::Spill;
 use super::sweep::{Sweep, Tally};
 
@@ -76,6 +76,8 @@ pub struct Sides {
     sets: Sets,
     spill: Spill,
     scratch: Vec<Event>,
+    /// Scratch: a job's runs, numbered.
+    runs: Vec<Run>,
     /// Scratch: each side's runs started and its number, to group them.
     group: Vec<(usize, u32)>,
     members: Vec<u32>,
@@ -127,6 +129,7 @@ impl Sides {
             sets: Sets::new(n),
             spill: Spill::with_chunk(chunk),
             scratch: Vec::new(),
+            runs: Vec::new(),
             group: Vec::new(),
             members: Vec::new(),
             bounds: Vec::new(),
@@ -137,6 +140,20 @@ impl Sides {
     /// (`job`, made with [`Started::record`]), as [`Contention::add_started`]. `started`
     /// holds one entry a side.
     pub fn add(&mut self, job: &JobRuns, started: &[Started]) -> io::Result<()> {
+        let mut runs = std::mem::take(&mut self.runs);
+        let job = self.names.number(job, &mut runs);
+        let done = self.add_job(job, started);
+        self.runs = runs;
+        done
+    }
+
+    /// The names the jobs of [`Sides::add_job`] are numbered by.
+    pub fn names(&mut self) -> &mut Names {
+        &mut self.names
+    }
+
+    /// [`Sides::add`] of a job numbered by [`Sides::names`].
+    pub fn add_job(&mut self, job: Job, started: &[Started]) -> io::Result<()> {
         debug_assert_eq!(started.len(), self.counts.len());
         for (counts, s) in self.counts.iter_mut().zip(started) {
             counts.add(&Counts::of(job, *s));
@@ -155,7 +172,7 @@ impl Sides {
             .extend(started.iter().enumerate().map(|(i, s)| (recorded(s), side_number(i))));
         self.group.sort_unstable();
         self.scratch.clear();
-        if events_by_run(job, &mut self.names, &mut self.scratch) {
+        if events_by_run(job, &mut self.scratch) {
             // Each event once, for the sides that start its run: those that start more runs
             // than its number, a tail of `group`. `bounds`: each number of runs some side
             // starts, and the set of the sides that start at least that many; an event of run
@@ -196,10 +213,10 @@ impl Sides {
     }
 
     /// `job`'s events as the sides that start its first `recorded` runs see them, for `set`.
-    fn push(&mut self, job: &JobRuns, recorded: usize, set: u32) -> io::Result<()> {
+    fn push(&mut self, job: Job, recorded: usize, set: u32) -> io::Result<()> {
         self.scratch.clear();
         // The counts are each side's, added above.
-        events_started(job, Started { recorded, beyond: 0 }, &mut self.names, &mut self.scratch);
+        events_started(job, Started { recorded, beyond: 0 }, &mut self.scratch);
         self.scratch.iter_mut().for_each(|e| e.set = set);
         self.push_scratch()
     }

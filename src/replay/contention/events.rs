@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 
-use super::job::{JobRuns, RunSpan, Started};
+use super::job::{Job, JobRuns, Run, Started};
 
 /// What happens at an event's time, one change at a time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,18 +63,23 @@ impl Change {
         })
     }
 
-    /// The change as one byte's value below 27: three digits in base 3.
+    /// The change as one byte's low six bits: two a part, its change plus one.
     fn code(self) -> u8 {
-        let digit = |n: i8| (n.clamp(-1, 1) + 1) as u8;
-        digit(self.wait) + 3 * digit(self.retry) + 9 * digit(self.own)
+        let part = |n: i8, at: u32| ((n.clamp(-1, 1) + 1) as u8) << at;
+        part(self.wait, 0) | part(self.retry, 2) | part(self.own, 4)
     }
 
+    /// The change whose [`Change::code`] is `code`; `None`: not a change's code.
     fn of_code(code: u8) -> Option<Change> {
-        let digit = |n: u8| n as i8 - 1;
-        (code < 27).then(|| Change {
-            wait: digit(code % 3),
-            retry: digit(code / 3 % 3),
-            own: digit(code / 9),
+        // A part of 3, or a bit above the six: not written by `code`.
+        let threes = code & (code >> 1) & 0b01_0101;
+        (threes == 0 && code < 0x40).then(|| {
+            let part = |at: u32| ((code >> at) & 3) as i8 - 1;
+            Change {
+                wait: part(0),
+                retry: part(2),
+                own: part(4),
+            }
         })
     }
 }
@@ -99,10 +104,14 @@ pub struct Event {
 }
 
 /// One job's events (of one set of sides each), those of one time, pool and set made one
-/// where their changes add up to one start or stop of each kind ([`Change`]): the same sums,
-/// fewer events. `events` is left sorted by time.
+/// where their changes add up to one start or stop of each kind ([`Change`]): the same sums
+/// and the same stretches, fewer events. `events` is left sorted by time.
 pub fn combine(events: &mut Vec<Event>) {
-    events.sort_unstable_by_key(|e| (e.t, e.pool, e.set));
+    // A job's events as `job_events` makes them in the usual case are in order already: their
+    // changes at one time, one after the other.
+    if !events.is_sorted_by_key(|e| e.t) {
+        events.sort_unstable_by_key(|e| (e.t, e.pool, e.set));
+    }
     let retries = |x: &Event| x.change.retry != 0;
     events.dedup_by(|e, last| {
         // A retry's failed run goes with its retry: two retries whose failed runs differ
@@ -120,7 +129,9 @@ pub fn combine(events: &mut Vec<Event>) {
         }
         true
     });
-    events.retain(|e| e.change != Change::default());
+    // An event whose changes cancel (a retry that ends where the next starts) stays: the
+    // pool is settled at its time, as at the events it came of, so that each stretch, and
+    // the rounding of its splits, is the same whether a job's events are made one or not.
 }
 
 impl Event {
@@ -128,62 +139,81 @@ impl Event {
     /// 64 bits, 5 for 32).
     pub const MAX_BYTES: usize = 10 + 1 + 5 + 5 + 10 + 10 + 5 + 10;
 
+    /// The bytes [`Event::decode`] reads from, and [`Event::encode`] writes into, without
+    /// checking each (at least [`Event::MAX_BYTES`]): a reader that keeps this many ahead (or
+    /// all that is left) decodes fastest.
+    pub const WINDOW: usize = 64;
+
     /// The kind's byte's bit that says `after_failed` is there.
     const AFTER_FAILED: u8 = 0x80;
 
-    /// The event's bytes in the sort's file, written after an event at `before` (the one
-    /// before it in the same sorted run, or 0). The numbers are written in 7-bit groups, the
+    /// The event's bytes in the sort's file into `b`, and how many, written after an event at
+    /// `before` (the one before it in the same sorted run, or 0). The numbers are written in 7-bit groups, the
     /// time as the step from `before` and a failed run's end as the step back from the
     /// retry's start: in a run sorted by time the steps are small, and the requests, the
     /// names and the sets are small numbers, so an event takes a dozen bytes or so where its
     /// fields take 44 (the file, and the kernel's copies into it and out of it, shrink with
     /// it). Exact for every value: the steps wrap.
-    pub fn encode(&self, before: i64, out: &mut Vec<u8>) {
-        // Into a buffer on the stack, then one copy: a byte at a time into `out` checked its
-        // room at each byte.
-        let mut b = [0u8; Event::MAX_BYTES];
-        let mut n = varint(&mut b, 0, self.t.wrapping_sub(before) as u64);
+    pub fn encode(&self, before: i64, b: &mut [u8; Event::WINDOW]) -> usize {
+        let mut n = varint(b, 0, self.t.wrapping_sub(before) as u64);
         let flag = if self.after_failed.is_some() {
             Event::AFTER_FAILED
         } else {
             0
         };
-        b[n] = self.change.code() | flag;
+        b[n % Event::WINDOW] = self.change.code() | flag;
         n += 1;
-        n = varint(&mut b, n, u64::from(self.pool));
-        n = varint(&mut b, n, u64::from(self.queue));
-        n = varint(&mut b, n, self.gpu);
-        n = varint(&mut b, n, self.cpu);
-        n = varint(&mut b, n, u64::from(self.set));
+        n = varint(b, n, u64::from(self.pool));
+        n = varint(b, n, u64::from(self.queue));
+        n = varint(b, n, self.gpu);
+        n = varint(b, n, self.cpu);
+        n = varint(b, n, u64::from(self.set));
         if let Some(failed) = self.after_failed {
             let back = self.t.wrapping_sub(failed);
             // Zigzag: a step of either sign in few bytes.
-            n = varint(&mut b, n, ((back << 1) ^ (back >> 63)) as u64);
+            n = varint(b, n, ((back << 1) ^ (back >> 63)) as u64);
         }
-        out.extend_from_slice(&b[..n]);
+        n
     }
 
     /// The event at the front of `b`, written by [`Event::encode`] after `before`, and the
     /// bytes it took; `None`: not an event's bytes, or cut short.
     pub fn decode(b: &[u8], before: i64) -> Option<(Event, usize)> {
+        // From a window of fixed size: no bounds to check at each byte (half the cost of
+        // reading the file back). Near a run's end, a copy with zeros past the bytes there
+        // are; an event cut short is then found by the bytes it took.
+        match b.first_chunk::<{ Event::WINDOW }>() {
+            Some(w) => Event::decode_window(w, before, w.len()),
+            None => {
+                let mut w = [0u8; Event::WINDOW];
+                w[..b.len()].copy_from_slice(b);
+                Event::decode_window(&w, before, b.len())
+            }
+        }
+    }
+
+    /// [`Event::decode`] of the first `n` bytes of `w`.
+    #[inline]
+    fn decode_window(w: &[u8; Event::WINDOW], before: i64, n: usize) -> Option<(Event, usize)> {
         let mut at = 0;
-        let mut next = || read_varint(b, &mut at);
-        let t = before.wrapping_add(next()? as i64);
-        let kind_byte = *b.get(at)?;
+        let t = before.wrapping_add(window_varint(w, &mut at)? as i64);
+        let kind_byte = w[at % Event::WINDOW];
         at += 1;
-        let mut next = || read_varint(b, &mut at);
-        let pool = u32::try_from(next()?).ok()?;
-        let queue = u32::try_from(next()?).ok()?;
-        let gpu = next()?;
-        let cpu = next()?;
-        let set = u32::try_from(next()?).ok()?;
+        let pool = u32::try_from(window_varint(w, &mut at)?).ok()?;
+        let queue = u32::try_from(window_varint(w, &mut at)?).ok()?;
+        let gpu = window_varint(w, &mut at)?;
+        let cpu = window_varint(w, &mut at)?;
+        let set = u32::try_from(window_varint(w, &mut at)?).ok()?;
         let after_failed = if kind_byte & Event::AFTER_FAILED != 0 {
-            let z = next()?;
+            let z = window_varint(w, &mut at)?;
             let back = ((z >> 1) as i64) ^ -((z & 1) as i64);
             Some(t.wrapping_sub(back))
         } else {
             None
         };
+        if at > n {
+            return None;
+        }
         let change = Change::of_code(kind_byte & !Event::AFTER_FAILED)?;
         Some((
             Event {
@@ -203,22 +233,31 @@ impl Event {
 
 /// `n` in 7-bit groups, low first, each byte's top bit saying another follows, into `b` at
 /// `at` (room for 10 bytes); where it ends.
-fn varint(b: &mut [u8; Event::MAX_BYTES], mut at: usize, mut n: u64) -> usize {
+#[inline(always)]
+fn varint(b: &mut [u8; Event::WINDOW], mut at: usize, mut n: u64) -> usize {
     while n >= 0x80 {
-        b[at] = (n as u8) | 0x80;
+        b[at % Event::WINDOW] = (n as u8) | 0x80;
         at += 1;
         n >>= 7;
     }
-    b[at] = n as u8;
+    b[at % Event::WINDOW] = n as u8;
     at + 1
 }
 
-/// A number [`varint`] wrote at `b[*at..]`, `*at` moved past it; `None`: cut short, or past
-/// 64 bits.
-fn read_varint(b: &[u8], at: &mut usize) -> Option<u64> {
-    let mut n = 0u64;
-    for shift in (0..64).step_by(7) {
-        let byte = *b.get(*at)?;
+/// A number [`varint`] wrote at `w[*at..]`, `*at` moved past it; `None`: past 64 bits (or
+/// past the window: the caller checks that `*at` stays within the bytes there were).
+#[inline(always)]
+fn window_varint(w: &[u8; Event::WINDOW], at: &mut usize) -> Option<u64> {
+    let first = w[*at % Event::WINDOW];
+    *at += 1;
+    // Most numbers (names, sets, requests of a few devices) take one byte.
+    if first < 0x80 {
+        return Some(u64::from(first));
+    }
+    let mut n = u64::from(first & 0x7f);
+    let mut shift = 7;
+    loop {
+        let byte = w[*at % Event::WINDOW];
         *at += 1;
         let part = u64::from(byte & 0x7f);
         if shift == 63 && part > 1 {
@@ -228,8 +267,11 @@ fn read_varint(b: &[u8], at: &mut usize) -> Option<u64> {
         if byte < 0x80 {
             return Some(n);
         }
+        shift += 7;
+        if shift > 63 {
+            return None;
+        }
     }
-    None
 }
 
 /// Queues and pools, numbered in the order they are met.
@@ -259,6 +301,24 @@ impl Names {
     pub fn pool(&mut self, name: &str) -> u32 {
         Names::id(&mut self.pools, &mut self.pool_ids, name)
     }
+
+    /// `job` with its queue and pools numbered, its runs in `runs` (scratch).
+    pub fn number<'r>(&mut self, job: &JobRuns, runs: &'r mut Vec<Run>) -> Job<'r> {
+        runs.clear();
+        runs.extend(job.runs.iter().map(|r| Run {
+            span: r.span,
+            pool: self.pool(&r.pool),
+            after_failed: r.after_failed,
+        }));
+        Job {
+            queue: self.queue(&job.queue),
+            gpu: job.gpu,
+            cpu: job.cpu,
+            submitted: job.submitted,
+            runs,
+            beyond: job.beyond,
+        }
+    }
 }
 
 /// What a side's runs count apart from the sums.
@@ -274,7 +334,7 @@ pub struct Counts {
 
 impl Counts {
     /// What the side that starts `started` of `job`'s runs counts of it.
-    pub fn of(job: &JobRuns, started: Started) -> Counts {
+    pub fn of(job: Job, started: Started) -> Counts {
         let runs = &job.runs[..started.recorded.min(job.runs.len())];
         Counts {
             retry_runs: runs.len().saturating_sub(1) as u64,
@@ -300,17 +360,18 @@ pub fn events(job: &JobRuns, names: &mut Names, out: &mut Vec<Event>) -> Counts 
         recorded: job.runs.len(),
         beyond: job.beyond,
     };
-    events_started(job, started, names, out)
+    let mut runs = Vec::new();
+    events_started(names.number(job, &mut runs), started, out)
 }
 
 /// [`events`] of `job` as the side that starts `started` sees it: the first
 /// `started.recorded` of the runs `job` holds (the record's, [`Started::record`]), then
 /// `started.beyond`. What [`events`] gives of `JobRuns::of` the history with `started`,
 /// without reading the history again for each side.
-pub fn events_started(job: &JobRuns, started: Started, names: &mut Names, out: &mut Vec<Event>) -> Counts {
+pub fn events_started(job: Job, started: Started, out: &mut Vec<Event>) -> Counts {
     let from = out.len();
     let runs = &job.runs[..started.recorded.min(job.runs.len())];
-    job_events(job, runs, names, out);
+    job_events(job, runs, out);
     for e in &mut out[from..] {
         e.set = 0;
     }
@@ -323,9 +384,9 @@ pub fn events_started(job: &JobRuns, started: Started, names: &mut Names, out: &
 /// first `r` runs are those numbered below `r`. So they are when no two of the job's waits in
 /// a pool meet; when two do (runs out of order in the record), the waits a side has depend on
 /// which runs it starts: nothing is pushed and the answer is `false`.
-pub fn events_by_run(job: &JobRuns, names: &mut Names, out: &mut Vec<Event>) -> bool {
+pub fn events_by_run(job: Job, out: &mut Vec<Event>) -> bool {
     let from = out.len();
-    if job_events(job, &job.runs, names, out) {
+    if job_events(job, job.runs, out) {
         true
     } else {
         out.truncate(from);
@@ -335,11 +396,11 @@ pub fn events_by_run(job: &JobRuns, names: &mut Names, out: &mut Vec<Event>) -> 
 
 /// `job`'s events of `runs` into `out`, each with the number of its run in `set`; `false`
 /// when two of its waits in a pool met and were made one.
-fn job_events(job: &JobRuns, runs: &[RunSpan], names: &mut Names, out: &mut Vec<Event>) -> bool {
+fn job_events(job: Job, runs: &[Run], out: &mut Vec<Event>) -> bool {
     if job.gpu == 0 && job.cpu == 0 {
         return true;
     }
-    let queue = names.queue(&job.queue);
+    let queue = job.queue;
     let event = |t: i64, kind: Kind, pool: u32, after_failed: Option<i64>, run: u32| Event {
         t,
         change: kind.into(),
@@ -351,21 +412,42 @@ fn job_events(job: &JobRuns, runs: &[RunSpan], names: &mut Names, out: &mut Vec<
         set: run,
     };
     let from = out.len();
+    // The usual job: its runs one after another, each wait and retry after the last. Its
+    // events are then made in order of time, and no two of its waits or retries meet: no
+    // merge, no overlap of its own to look for, and nothing for `combine` to sort.
+    let mut previous_end = job.submitted;
+    let mut last = i64::MIN;
+    let mut in_order = true;
+    for (k, run) in runs.iter().enumerate() {
+        let Some((start, end)) = run.span else {
+            previous_end = None;
+            continue;
+        };
+        let k = u32::try_from(k).unwrap_or(u32::MAX);
+        if let Some(since) = previous_end.filter(|&since| since < start) {
+            in_order &= last <= since;
+            out.push(event(since, Kind::WaitStart, run.pool, None, k));
+            out.push(event(start, Kind::WaitEnd, run.pool, None, k));
+            last = start;
+        }
+        if k > 0 && start < end {
+            in_order &= last <= start;
+            out.push(event(start, Kind::RetryStart, run.pool, run.after_failed, k));
+            out.push(event(end, Kind::RetryEnd, run.pool, run.after_failed, k));
+            last = end;
+        }
+        previous_end = Some(end);
+    }
+    if in_order {
+        return true;
+    }
+    out.truncate(from);
     // Where the job waits, to find the rare times its retries overlap them (the retries are
     // the pairs of events pushed first). One allocation a job.
     let mut waits: Vec<(i64, i64, u32, u32)> = Vec::with_capacity(runs.len());
     let mut previous_end = job.submitted;
-    // A job's runs are mostly in one pool: its name looked up once.
-    let mut named: Option<(&str, u32)> = None;
     for (k, run) in runs.iter().enumerate() {
-        let pool = match named {
-            Some((name, id)) if name == run.pool => id,
-            _ => {
-                let id = names.pool(&run.pool);
-                named = Some((&run.pool, id));
-                id
-            }
-        };
+        let pool = run.pool;
         let Some((start, end)) = run.span else {
             previous_end = None;
             continue;

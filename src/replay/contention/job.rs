@@ -2,10 +2,12 @@
 //! each with its time span, its pool and, for a retry, when the failed run before it ended;
 //! the job's queue and requests; the runs the side starts beyond the record.
 //!
-//! Owns: [`Started`], [`JobRuns`] and [`run_spans`] (the times of docs/contention.md: a run's
+//! Owns: [`Started`], [`JobRuns`] (with its names, as a test or a caller that holds a few
+//! jobs writes it), [`Job`] and [`Run`] (with its names numbered, what the events are made
+//! of) and [`run_spans`] (the times of docs/contention.md: a run's
 //! start is its `startedAt`, else the job's `submittedAt` plus the `queuedFor` and `runFor`
 //! of the runs before it plus its own `queuedFor`; its end, the start plus `runFor`). Pure.
-//! Must not: intern names or know other jobs (that is `events`'s and the sweep's).
+//! Must not: know other jobs (that is the sweep's).
 
 pub use crate::model::failure_history::DEFAULT_POOL;
 use crate::model::failure_history::{FailureHistory, Outcome, StartedAt};
@@ -41,6 +43,26 @@ pub struct RunSpan {
     pub after_failed: Option<i64>,
 }
 
+/// One job's runs as the events are made of them: [`JobRuns`] with its queue and pools
+/// numbered (`Names::number`).
+#[derive(Debug, Clone, Copy)]
+pub struct Job<'a> {
+    pub queue: u32,
+    pub gpu: u64,
+    pub cpu: u64,
+    pub submitted: Option<i64>,
+    pub runs: &'a [Run],
+    pub beyond: u32,
+}
+
+/// [`RunSpan`] with its pool numbered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Run {
+    pub span: Option<(i64, i64)>,
+    pub pool: u32,
+    pub after_failed: Option<i64>,
+}
+
 /// What the sweep needs of one job for one side. Small: a worker makes it where the history
 /// is decoded, and the fold hands it on in input order.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -61,32 +83,57 @@ pub struct JobRuns {
 impl JobRuns {
     /// `history` as the side that starts `started` sees it; `ends`: scratch.
     pub fn of(history: &FailureHistory, started: Started, ends: &mut Vec<Option<i64>>) -> JobRuns {
-        let recorded = started.recorded.min(history.runs.len());
-        let mut spans = Vec::with_capacity(recorded);
-        run_spans(history, &mut spans);
-        incidents::ends(history, ends);
-        let runs = history.runs[..recorded]
-            .iter()
-            .zip(spans)
-            .enumerate()
-            .map(|(k, (run, span))| RunSpan {
-                span,
-                pool: run.pool.clone().unwrap_or_else(|| DEFAULT_POOL.to_string()),
-                after_failed: k
-                    .checked_sub(1)
-                    .filter(|&before| history.runs[before].outcome == Outcome::Failed)
-                    .and_then(|before| ends[before]),
-            })
-            .collect();
-        let resources = history.job.resources.unwrap_or_default();
+        let mut runs = Vec::with_capacity(started.recorded.min(history.runs.len()));
+        each_run(
+            history,
+            started.recorded,
+            &mut Vec::new(),
+            ends,
+            |span, pool, after_failed| {
+                runs.push(RunSpan {
+                    span,
+                    pool: pool.to_string(),
+                    after_failed,
+                })
+            },
+        );
+        let (gpu, cpu) = requests(history);
         JobRuns {
             queue: history.job.queue.clone().unwrap_or_default(),
-            gpu: resources.gpu_milli.unwrap_or(0),
-            cpu: resources.cpu_milli.unwrap_or(0),
+            gpu,
+            cpu,
             submitted: history.job.submitted_at.map(|t| t.0),
             runs,
             beyond: started.beyond,
         }
+    }
+}
+
+/// The job's requests in thousandths (`job.resources`): GPU and CPU, 0 when none.
+pub fn requests(history: &FailureHistory) -> (u64, u64) {
+    let resources = history.job.resources.unwrap_or_default();
+    (resources.gpu_milli.unwrap_or(0), resources.cpu_milli.unwrap_or(0))
+}
+
+/// Each of the first `recorded` runs of `history` in order, to `f`: its span ([`run_spans`]),
+/// its pool's name and, after a failed run, that run's time as the incident windows place it
+/// ([`RunSpan::after_failed`]). `spans` and `ends`: scratch.
+pub fn each_run(
+    history: &FailureHistory,
+    recorded: usize,
+    spans: &mut Vec<Option<(i64, i64)>>,
+    ends: &mut Vec<Option<i64>>,
+    mut f: impl FnMut(Option<(i64, i64)>, &str, Option<i64>),
+) {
+    run_spans(history, spans);
+    incidents::ends(history, ends);
+    let runs = &history.runs[..recorded.min(history.runs.len())];
+    for (k, (run, &span)) in runs.iter().zip(spans.iter()).enumerate() {
+        let after_failed = k
+            .checked_sub(1)
+            .filter(|&before| history.runs[before].outcome == Outcome::Failed)
+            .and_then(|before| ends[before]);
+        f(span, run.pool.as_deref().unwrap_or(DEFAULT_POOL), after_failed);
     }
 }
 

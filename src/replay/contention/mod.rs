@@ -12,8 +12,9 @@
 //! before them, and its runs beyond the record counted as not placed.
 //!
 //! ```text
-//! job  → JobRuns (job.rs: the runs the record holds, timed, pooled)      in a worker
-//!      → events (events.rs: waits and retries, names numbered),           in input order
+//! job  → Job (job.rs: the runs the record holds, timed, pooled;         in a worker, its
+//!        names numbered: run::Taken, then again in the history's Names)  unit's names
+//!      → events (events.rs: waits and retries),                          in input order
 //!        each once, for the sides that start its run (collect.rs: Sides)
 //!      → Spill (spill.rs: an external sort by time, every side at once)
 //!      → Sweep (sweep.rs: one a class of sides handed the same events,    once, at the end
@@ -52,7 +53,7 @@ mod sweep;
 
 pub use collect::{tally, Contention, Sides};
 pub use events::{events_started, Change, Counts, Event, Kind, Names};
-pub use job::{run_spans, JobRuns, RunSpan, Started, DEFAULT_POOL};
+pub use job::{each_run, requests, run_spans, Job, JobRuns, Run, RunSpan, Started, DEFAULT_POOL};
 pub use side::{InIncidents, IncidentHours, OfComparison, OfReplay, Resource, Side};
 pub use spill::Spill;
 pub use sweep::{Sums, Sweep, Tally};

@@ -6,6 +6,8 @@
 //! never touches a file. Past that, each full chunk is sorted and written, as a run, to one
 //! anonymous temporary file (unlinked as soon as it is made: nothing is left of it whatever
 //! ends the process, as the replay's spool of changed jobs); at the end the runs are merged,
+//! each joining the merge when it reaches the run's first event (the runs of a history in
+//! order of submission follow one another in time: the merge holds the few that overlap),
 //! each read a slice at a time so that the slices together hold at most [`Spill::MERGE`]
 //! bytes whatever the number of runs. Memory is the chunk and the slices: fixed, whatever
 //! the history's length; the file grows with the history (a dozen bytes or so an event, its
@@ -17,6 +19,7 @@
 //! does).
 
 use std::cmp::Reverse;
+use std::collections::binary_heap::PeekMut;
 use std::collections::BinaryHeap;
 use std::fs::File;
 use std::io::{self, BufWriter, Read, Seek, SeekFrom, Write};
@@ -29,12 +32,13 @@ pub struct Spill {
     chunk: Vec<Event>,
     cap: usize,
     file: Option<BufWriter<File>>,
-    /// The sorted runs in the file: `(first byte, bytes)`.
-    runs: Vec<(u64, u64)>,
+    /// The sorted runs in the file: `(first byte, bytes, the time of the first event)`.
+    runs: Vec<(u64, u64, i64)>,
     written: u64,
     bytes: Vec<u8>,
-    /// The chunk's times and places, sorted: a sort of 16-byte pairs, not of the events.
-    order: Vec<(i64, u32)>,
+    /// Where the chunk's events are, in order of time: each in the low [`Spill::place_bits`]
+    /// bits, above them the step of its time from the chunk's earliest (see [`Spill::sort`]).
+    order: Vec<u64>,
 }
 
 impl Default for Spill {
@@ -97,6 +101,7 @@ impl Spill {
             return Ok(());
         }
         self.sort();
+        let mask = self.place_mask();
         let file = match &mut self.file {
             Some(f) => f,
             None => {
@@ -104,37 +109,77 @@ impl Spill {
                 self.file.insert(BufWriter::with_capacity(256 * 1024, f))
             }
         };
-        self.bytes.clear();
-        let mut before = 0;
-        for &(t, at) in &self.order {
-            self.chunk[at as usize].encode(before, &mut self.bytes);
-            before = t;
+        // Room for every event at its longest, kept from one chunk to the next: each event
+        // written in place, with no check of the room at each byte.
+        let room = self.order.len() * Event::MAX_BYTES + Event::WINDOW;
+        if self.bytes.len() < room {
+            self.bytes.resize(room, 0);
         }
-        file.write_all(&self.bytes)?;
-        let n = self.bytes.len() as u64;
-        self.runs.push((self.written, n));
+        let first = self.order.first().map_or(0, |&k| self.chunk[(k & mask) as usize].t);
+        let mut before = 0;
+        let mut n = 0;
+        for &k in &self.order {
+            let e = &self.chunk[(k & mask) as usize];
+            let Some(b) = self.bytes[n..].first_chunk_mut() else {
+                return Err(io::Error::other("the contention events outgrew their buffer"));
+            };
+            n += e.encode(before, b);
+            before = e.t;
+        }
+        file.write_all(&self.bytes[..n])?;
+        let n = n as u64;
+        self.runs.push((self.written, n, first));
         self.written += n;
         self.chunk.clear();
         Ok(())
     }
 
+    /// The bits of an entry of `order` that say where its event is: enough for `cap` places.
+    fn place_bits(&self) -> u32 {
+        u32::BITS - (self.cap as u32).saturating_sub(1).leading_zeros()
+    }
+
+    fn place_mask(&self) -> u64 {
+        (1u64 << self.place_bits()) - 1
+    }
+
     /// The chunk's order by time into `order` (of equal times, as pushed). The events stay
-    /// where they are: sorting them moved 56 bytes at each step. Measured, the pairs' sort
-    /// takes half the CPU the events' did (4.8% of a comparison with the section, 8.8%
-    /// before), but reading the events in that order misses the cache about as much again
-    /// (BENCHMARKS.md "2026-11-29, 10:34–10:58 UTC").
+    /// where they are: sorting them moved 56 bytes at each step. Each event is one 64-bit
+    /// number, its time's step from the chunk's earliest above its place, so that the sort
+    /// compares and moves 8 bytes, not a (time, place) pair of 16; a chunk whose times
+    /// spread too far for the bits left (13 days in nanoseconds, with places for 2^14
+    /// events) is sorted by each place's time instead.
     fn sort(&mut self) {
         self.order.clear();
-        self.order
-            .extend(self.chunk.iter().enumerate().map(|(at, e)| (e.t, at as u32)));
-        self.order.sort_unstable();
+        let bits = self.place_bits();
+        let (Some(low), Some(high)) = (
+            self.chunk.iter().map(|e| e.t).min(),
+            self.chunk.iter().map(|e| e.t).max(),
+        ) else {
+            return;
+        };
+        let spread = high.abs_diff(low);
+        if spread.checked_shl(bits).is_some_and(|s| s >> bits == spread) {
+            self.order.extend(
+                self.chunk
+                    .iter()
+                    .enumerate()
+                    .map(|(at, e)| (e.t.abs_diff(low) << bits) | at as u64),
+            );
+            self.order.sort_unstable();
+        } else {
+            self.order.extend(0..self.chunk.len() as u64);
+            let chunk = &self.chunk;
+            self.order.sort_unstable_by_key(|&at| (chunk[at as usize].t, at));
+        }
     }
 
     /// Hands every event to `f` in order of time (of equal times, in no promised order).
     pub fn drain(mut self, mut f: impl FnMut(&Event)) -> io::Result<()> {
         if self.file.is_none() {
             self.sort();
-            self.order.iter().for_each(|&(_, at)| f(&self.chunk[at as usize]));
+            let mask = self.place_mask();
+            self.order.iter().for_each(|&k| f(&self.chunk[(k & mask) as usize]));
             return Ok(());
         }
         self.write_run()?;
@@ -146,7 +191,7 @@ impl Spill {
         let mut cursors: Vec<Cursor> = self
             .runs
             .iter()
-            .map(|&(first, n)| Cursor {
+            .map(|&(first, n, _)| Cursor {
                 bytes: Vec::new(),
                 at: 0,
                 next: first,
@@ -155,21 +200,43 @@ impl Spill {
                 front: None,
             })
             .collect();
-        let mut heap = BinaryHeap::with_capacity(cursors.len());
-        for (i, c) in cursors.iter_mut().enumerate() {
-            advance(&mut file, c, per_run)?;
-            if let Some(e) = &c.front {
-                heap.push(Reverse((e.t, i)));
+        // A run joins the merge when the merge reaches its first event: the chunks of a
+        // history in order of submission cover stretches of time one after another, so the
+        // heap holds the few runs that overlap now, not every run (with all of them, and a
+        // pop and a push an event, it took a sixth of the section's CPU: BENCHMARKS.md
+        // "2026-11-29, 16:00–18:10 UTC").
+        let mut waiting: Vec<(i64, usize)> = self.runs.iter().enumerate().map(|(i, r)| (r.2, i)).collect();
+        waiting.sort_unstable_by(|a, b| b.cmp(a));
+        let mut heap: BinaryHeap<Reverse<(i64, usize)>> = BinaryHeap::new();
+        loop {
+            while let Some(&(first, i)) = waiting.last() {
+                if heap.peek().is_some_and(|Reverse((t, _))| *t < first) {
+                    break;
+                }
+                waiting.pop();
+                let c = &mut cursors[i];
+                advance(&mut file, c, per_run)?;
+                if let Some(e) = &c.front {
+                    heap.push(Reverse((e.t, i)));
+                }
             }
-        }
-        while let Some(Reverse((_, i))) = heap.pop() {
+            let Some(mut top) = heap.peek_mut() else {
+                break;
+            };
+            let i = top.0 .1;
             let c = &mut cursors[i];
             if let Some(e) = &c.front {
                 f(e);
             }
             advance(&mut file, c, per_run)?;
-            if let Some(e) = &c.front {
-                heap.push(Reverse((e.t, i)));
+            match &c.front {
+                // The run's next event in its place: one sift down, not a pop and a push.
+                Some(e) => top.0 .0 = e.t,
+                None => {
+                    PeekMut::pop(top);
+                    // Its bytes back: the runs still to come read into their own.
+                    c.bytes = Vec::new();
+                }
             }
         }
         Ok(())
@@ -179,7 +246,7 @@ impl Spill {
 /// The run's next event to its front (none left: none), reading at most `n` more bytes of
 /// the run when fewer than one event's are left.
 fn advance(file: &mut File, c: &mut Cursor, n: u64) -> io::Result<()> {
-    if c.bytes.len() - c.at < Event::MAX_BYTES && c.next < c.end {
+    if c.bytes.len() - c.at < Event::WINDOW && c.next < c.end {
         c.bytes.drain(..c.at);
         c.at = 0;
         let take = n.min(c.end - c.next);

@@ -14,7 +14,7 @@
 //! Owns: [`Sweep`], [`Tally`], [`Sums`]. Pure. Must not: read, sort or store events (the
 //! caller hands them in time order), or convert to hours (that is [`super::side`]'s).
 
-use crate::replay::device_time::{add_device_time, Overflow};
+use crate::replay::device_time::Overflow;
 use crate::replay::incidents::Windows;
 
 use super::events::{Counts, Event, Names};
@@ -88,7 +88,10 @@ pub struct Sweep<'w> {
     pools: Vec<Pool>,
     gpu: Sums,
     cpu: Sums,
-    overflow: Option<Overflow>,
+    /// The figures of `FIGURES` that passed 128 bits, a bit each (named at the end: a
+    /// figure's name passed at each of a dozen additions an event made the sweep a third
+    /// slower).
+    overflowed: u16,
     /// Scratch for the splits.
     remainders: Vec<(u128, u32, usize)>,
 }
@@ -101,7 +104,7 @@ impl<'w> Sweep<'w> {
             pools: Vec::new(),
             gpu: Sums::default(),
             cpu: Sums::default(),
-            overflow: None,
+            overflowed: 0,
             remainders: Vec::new(),
         }
     }
@@ -147,80 +150,118 @@ impl<'w> Sweep<'w> {
     /// Adds pool `at`'s stretch from its last event to `now`.
     fn settle(&mut self, at: usize, now: i64) {
         let pool = &mut self.pools[at];
-        let dt = u128::try_from(i128::from(now) - i128::from(pool.since)).unwrap_or(0);
-        pool.since = now;
-        if dt == 0 {
+        let since = std::mem::replace(&mut pool.since, now);
+        if now <= since {
             return;
         }
-        for gpu in [true, false] {
-            let (level, sums) = if gpu {
-                (pool.gpu, &mut self.gpu)
-            } else {
-                (pool.cpu, &mut self.cpu)
-            };
-            if level.waiting == 0 && level.retrying == 0 {
-                continue;
-            }
-            let of = |request: u64| u128::from(request) * dt;
-            let overflow = &mut self.overflow;
-            let mut add = |sum: &mut u128, n: u128, figure: &str| add_device_time(sum, n, overflow, figure, "");
-            add(&mut sums.retry, of(level.retrying), "retry device time");
-            add(&mut sums.queued, of(level.waiting), "queued device time");
-            // Another job waits: two jobs wait, or one that is not the retries' own.
-            let others = match level.waiting_jobs {
-                0 => 0,
-                1 => level.retrying - level.own.min(level.retrying),
-                _ => level.retrying,
-            };
-            add(
-                &mut sums.while_others_waited,
-                of(others),
-                "device time while others waited",
-            );
-            add(
-                &mut sums.in_incidents_retry,
-                of(level.retrying_in_incidents),
-                "retry device time in incidents",
-            );
-            add(
-                &mut sums.in_incidents_overlap,
-                of(level.retrying_in_incidents.min(level.waiting)),
-                "overlap in incidents",
-            );
-            let overlap = of(level.retrying.min(level.waiting));
-            if overlap == 0 {
-                continue;
-            }
-            add(&mut sums.overlap, overlap, "overlap");
-            add(slot(&mut sums.overlap_by_pool, at), overlap, "overlap by pool");
-            let by = |s: &Share| if gpu { s.gpu } else { s.cpu };
-            split(
-                overlap,
-                &pool.waiting,
-                level.waiting,
-                by,
-                &mut sums.overlap_by_waiting_queue,
-                &mut self.remainders,
-            );
-            split(
-                overlap,
-                &pool.retrying,
-                level.retrying,
-                by,
-                &mut sums.overlap_by_retrying_queue,
-                &mut self.remainders,
-            );
-        }
+        // Exact: the step between two 64-bit times fits 64 bits unsigned.
+        let dt = now.wrapping_sub(since) as u64;
+        let over = &mut self.overflowed;
+        let rem = &mut self.remainders;
+        settle_resource(&pool.gpu, pool, |s| s.gpu, dt, at, &mut self.gpu, over, rem);
+        settle_resource(&pool.cpu, pool, |s| s.cpu, dt, at, &mut self.cpu, over, rem);
     }
 
     /// The sums, once every event is in; `counts` and `names` are the caller's.
     pub fn finish(self, counts: Counts, names: Names) -> Tally {
+        let overflow = (0..FIGURES.len())
+            .find(|&i| self.overflowed & (1 << i) != 0)
+            .map(|i| Overflow {
+                figure: FIGURES[i].to_string(),
+                job: String::new(),
+            });
         Tally {
             gpu: self.gpu,
             cpu: self.cpu,
             counts,
             names,
-            overflow: self.overflow,
+            overflow,
+        }
+    }
+}
+
+/// The figures a sum can pass 128 bits in, by their bit in [`Sweep::overflowed`].
+const FIGURES: [&str; 8] = [
+    "retry device time",
+    "queued device time",
+    "device time while others waited",
+    "retry device time in incidents",
+    "overlap in incidents",
+    "overlap",
+    "overlap by pool",
+    "overlap by queue",
+];
+
+/// `sum += n`, saturating; past 128 bits, `figure`'s bit set in `over`.
+#[inline(always)]
+fn add(sum: &mut u128, n: u128, over: &mut u16, figure: usize) {
+    match sum.checked_add(n) {
+        Some(s) => *sum = s,
+        None => {
+            *sum = u128::MAX;
+            *over |= 1 << figure;
+        }
+    }
+}
+
+/// One resource's stretch of `dt` in pool `at` (its totals `level`, its queues' requests
+/// `by` of the pool's shares) added to `sums`.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn settle_resource(
+    level: &Level,
+    pool: &Pool,
+    by: impl Fn(&Share) -> u64 + Copy,
+    dt: u64,
+    at: usize,
+    sums: &mut Sums,
+    over: &mut u16,
+    remainders: &mut Vec<(u128, u32, usize)>,
+) {
+    if level.waiting == 0 && level.retrying == 0 {
+        return;
+    }
+    let of = |request: u64| u128::from(request) * u128::from(dt);
+    add(&mut sums.retry, of(level.retrying), over, 0);
+    add(&mut sums.queued, of(level.waiting), over, 1);
+    // Another job waits: two jobs wait, or one that is not the retries' own.
+    let others = match level.waiting_jobs {
+        0 => 0,
+        1 => level.retrying - level.own.min(level.retrying),
+        _ => level.retrying,
+    };
+    add(&mut sums.while_others_waited, of(others), over, 2);
+    if level.retrying_in_incidents > 0 {
+        add(&mut sums.in_incidents_retry, of(level.retrying_in_incidents), over, 3);
+        add(
+            &mut sums.in_incidents_overlap,
+            of(level.retrying_in_incidents.min(level.waiting)),
+            over,
+            4,
+        );
+    }
+    let least = level.retrying.min(level.waiting);
+    if least == 0 {
+        return;
+    }
+    let overlap = of(least);
+    add(&mut sums.overlap, overlap, over, 5);
+    add(slot(&mut sums.overlap_by_pool, at), overlap, over, 6);
+    for (shares, whole, into) in [
+        (&pool.waiting, level.waiting, &mut sums.overlap_by_waiting_queue),
+        (&pool.retrying, level.retrying, &mut sums.overlap_by_retrying_queue),
+    ] {
+        if whole == least {
+            // The side the overlap is whole of: each queue's share is its request × dt,
+            // exactly what the split gives, without dividing.
+            for s in shares {
+                let n = of(by(s));
+                if n > 0 {
+                    add(slot(into, s.queue as usize), n, over, 7);
+                }
+            }
+        } else {
+            split(overlap, shares, whole, by, into, remainders);
         }
     }
 }

@@ -528,9 +528,10 @@ fn an_event_reads_back_from_its_bytes() {
     ];
     for e in events {
         for before in [0, -1, i64::MIN, i64::MAX, e.t, DAY - MINUTE] {
-            let mut b = Vec::new();
-            e.encode(before, &mut b);
-            assert!(b.len() <= Event::MAX_BYTES);
+            let mut room = [0; Event::WINDOW];
+            let n = e.encode(before, &mut room);
+            assert!(n <= Event::MAX_BYTES);
+            let mut b = room[..n].to_vec();
             assert_eq!(Event::decode(&b, before), Some((e, b.len())));
             // What follows it is not read.
             b.push(0x80);
@@ -540,15 +541,44 @@ fn an_event_reads_back_from_its_bytes() {
     }
     // A 4-GPU retry an hour after its failed run, a minute after the event before: the
     // minute in nanoseconds takes 6 bytes, the hour back 7, the rest 8; 21 in all, not 44.
-    let mut b = Vec::new();
-    events[2].encode(DAY - MINUTE, &mut b);
-    assert_eq!(b.len(), 21);
+    let mut room = [0; Event::WINDOW];
+    assert_eq!(events[2].encode(DAY - MINUTE, &mut room), 21);
     assert_eq!(Event::decode(&[], 0), None);
-    // A change there is not (three digits in base 3 stop at 26).
+    // A change there is not: each of its three parts is two bits, 0 to 2 (27 is 0b01_10_11),
+    // and the seventh bit is never set.
     assert_eq!(Event::decode(&[0, 27, 0, 0, 0, 0, 0], 0), None);
+    assert_eq!(Event::decode(&[0, 0x40, 0, 0, 0, 0, 0], 0), None);
     assert!(Event::decode(&[0, 26, 0, 0, 0, 0, 0], 0).is_some());
     // A number past 64 bits.
     assert_eq!(Event::decode(&[0xff; 11], 0), None);
+}
+
+/// Events whose times spread past what the chunk's sort packs in 64 bits beside each place
+/// (years apart) come back in order all the same, from memory and from the file.
+#[test]
+fn events_years_apart_come_back_in_order() {
+    let times = [i64::MAX, 0, i64::MIN, 5, -7, i64::MAX - 1, 1 << 62, -(1 << 62), 3, 5];
+    for chunk in [3, Spill::CHUNK] {
+        let mut spill = Spill::with_chunk(chunk);
+        for (i, &t) in times.iter().enumerate() {
+            let e = Event {
+                t,
+                change: Kind::WaitStart.into(),
+                pool: 0,
+                queue: 0,
+                gpu: 1000,
+                cpu: 0,
+                after_failed: None,
+                set: i as u32,
+            };
+            spill.push(e).unwrap();
+        }
+        let mut got = Vec::new();
+        spill.drain(|e| got.push(e.t)).unwrap();
+        let mut want = times.to_vec();
+        want.sort_unstable();
+        assert_eq!(got, want, "chunk {chunk}");
+    }
 }
 
 /// Generated histories: the invariants, a shift in time, the spilled sort, and a test-side

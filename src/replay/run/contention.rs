@@ -8,10 +8,11 @@
 //! record). Must not: count (that is `replay::contention`), or hand anything to a sink.
 
 use std::io;
+use std::ops::Range;
 
 use crate::engine::JobReport;
 use crate::model::failure_history::FailureHistory;
-use crate::replay::contention::{JobRuns, Side, Sides, Started};
+use crate::replay::contention::{each_run, requests, Job, Names, Run, Side, Sides, Started};
 use crate::replay::incidents::{SeenIncidents, Windows};
 
 /// The runs a replayed side starts: those of its report, then those a Pending side has left.
@@ -23,21 +24,74 @@ pub fn started(report: &JobReport, runs_left: Option<u32>) -> Started {
 }
 
 /// The jobs of one unit: each as the record holds it, and the runs each side starts of it, in
-/// the caller's order of the sides (the same for every job).
+/// the caller's order of the sides (the same for every job). Flat, with the unit's queues and
+/// pools numbered in the unit's own [`Names`]: a worker makes it with no allocation a job or
+/// a run, and the emitting side numbers the unit's few names again in the history's.
 #[derive(Debug, Default)]
 pub struct Taken {
-    jobs: Vec<(JobRuns, std::ops::Range<usize>)>,
+    jobs: Vec<TakenJob>,
+    runs: Vec<Run>,
+    names: Names,
     started: Vec<Started>,
+    /// The pool of the last run taken.
+    last_pool: Option<u32>,
+    /// Scratch.
+    spans: Vec<Option<(i64, i64)>>,
     ends: Vec<Option<i64>>,
+}
+
+/// One job of a [`Taken`]: its queue in the unit's names, its runs and sides' starts there.
+#[derive(Debug)]
+struct TakenJob {
+    queue: u32,
+    gpu: u64,
+    cpu: u64,
+    submitted: Option<i64>,
+    runs: Range<usize>,
+    started: Range<usize>,
 }
 
 impl Taken {
     /// `history` as the record holds it, and the runs each side starts of it (`sides`).
     pub fn add(&mut self, history: &FailureHistory, sides: &[Started]) {
-        let record = JobRuns::of(history, Started::record(history), &mut self.ends);
-        let from = self.started.len();
+        let from = self.runs.len();
+        let (names, runs, last) = (&mut self.names, &mut self.runs, &mut self.last_pool);
+        // A job's runs, and a unit's jobs, are mostly in one pool and one queue: each name
+        // compared with the last one's before it is hashed.
+        each_run(
+            history,
+            history.runs.len(),
+            &mut self.spans,
+            &mut self.ends,
+            |span, pool, after_failed| {
+                let pool = match *last {
+                    Some(id) if names.pools[id as usize] == pool => id,
+                    _ => names.pool(pool),
+                };
+                *last = Some(pool);
+                runs.push(Run {
+                    span,
+                    pool,
+                    after_failed,
+                });
+            },
+        );
+        let queue_name = history.job.queue.as_deref().unwrap_or("");
+        let queue = match self.jobs.last() {
+            Some(j) if self.names.queues[j.queue as usize] == queue_name => j.queue,
+            _ => self.names.queue(queue_name),
+        };
+        let (gpu, cpu) = requests(history);
+        let started = self.started.len();
         self.started.extend_from_slice(sides);
-        self.jobs.push((record, from..self.started.len()));
+        self.jobs.push(TakenJob {
+            queue,
+            gpu,
+            cpu,
+            submitted: history.job.submitted_at.map(|t| t.0),
+            runs: from..self.runs.len(),
+            started: started..self.started.len(),
+        });
     }
 }
 
@@ -49,6 +103,10 @@ pub struct Collect {
     all: Sides,
     /// Scratch: one job's runs each side starts, the record's last.
     started: Vec<Started>,
+    /// Scratch: a unit's names' numbers in the history's, and a job's runs renumbered.
+    queues: Vec<u32>,
+    pools: Vec<u32>,
+    runs: Vec<Run>,
 }
 
 impl Collect {
@@ -58,23 +116,44 @@ impl Collect {
             sides,
             all: Sides::new(sides + 1),
             started: Vec::with_capacity(sides + 1),
+            queues: Vec::new(),
+            pools: Vec::new(),
+            runs: Vec::new(),
         }
     }
 
     /// A unit's jobs, in input order.
     pub fn add(&mut self, taken: &Taken) -> io::Result<()> {
-        for (job, at) in &taken.jobs {
+        let names = self.all.names();
+        self.queues.clear();
+        self.queues.extend(taken.names.queues.iter().map(|q| names.queue(q)));
+        self.pools.clear();
+        self.pools.extend(taken.names.pools.iter().map(|p| names.pool(p)));
+        for job in &taken.jobs {
+            self.runs.clear();
+            self.runs.extend(taken.runs[job.runs.clone()].iter().map(|r| Run {
+                pool: self.pools[r.pool as usize],
+                ..*r
+            }));
             self.started.clear();
             self.started
-                .extend(taken.started[at.clone()].iter().take(self.sides).copied());
+                .extend(taken.started[job.started.clone()].iter().take(self.sides).copied());
             // A side the unit did not say starts nothing of the job.
             let none = Started { recorded: 0, beyond: 0 };
             self.started.resize(self.sides, none);
             self.started.push(Started {
-                recorded: job.runs.len(),
-                beyond: job.beyond,
+                recorded: self.runs.len(),
+                beyond: 0,
             });
-            self.all.add(job, &self.started)?;
+            let numbered = Job {
+                queue: self.queues[job.queue as usize],
+                gpu: job.gpu,
+                cpu: job.cpu,
+                submitted: job.submitted,
+                runs: &self.runs,
+                beyond: 0,
+            };
+            self.all.add_job(numbered, &self.started)?;
         }
         Ok(())
     }
