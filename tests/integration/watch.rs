@@ -801,8 +801,8 @@ fn every_metric_an_alert_or_a_panel_names_is_one_watch_exports() {
 }
 
 /// The dashboard shows the futile GPU-hours by signature beside the panel by category (a
-/// registry outage told from a new NCCL bug), and no panel lies over another (Grafana would
-/// push one down, and every row after it out of place).
+/// registry outage told from a new NCCL bug), no panel lies over another (Grafana would
+/// push one down, and every row after it out of place), and no two share an id.
 #[test]
 fn the_dashboard_shows_futile_gpu_hours_by_signature_beside_by_category_and_no_panel_overlaps() {
     let dashboard: Value =
@@ -845,6 +845,8 @@ fn the_dashboard_shows_futile_gpu_hours_by_signature_beside_by_category_and_no_p
                 a["title"],
                 b["title"]
             );
+            // Grafana keys a panel's links, its edits and its place by its id.
+            assert_ne!(a["id"], b["id"], "`{}` and `{}` share an id", a["title"], b["title"]);
         }
     }
 }
