@@ -298,7 +298,11 @@ fn contention(m: &mut String, sides: &[(&str, &ContentionSide)], changes: &[Stri
     if !contention_said(sides.iter().map(|(_, s)| *s)) {
         return false;
     }
-    let _ = writeln!(m, "\n**Retries while others waited** ({}):\n", text(CONTENTION_NOTE));
+    // One blank line before the heading: what comes before it may end in one already.
+    if !m.is_empty() && !m.ends_with("\n\n") {
+        m.push('\n');
+    }
+    let _ = writeln!(m, "**Retries while others waited** ({}):\n", text(CONTENTION_NOTE));
     for (label, side) in sides {
         let _ = writeln!(m, "- {label}: {}", text(&contention_words(side).join("; ")));
     }

@@ -197,6 +197,10 @@ fn the_default_says_the_section_in_one_process() {
         ] {
             let (code, default, all) = run(&args);
             assert_eq!(code, 0, "{args:?}: {all}");
+            if format == "markdown" {
+                // The section's heading after one blank line, not two.
+                assert!(!default.contains("\n\n\n"), "{args:?}: {default}");
+            }
             let (code, on, all) = run(&[&args[..], &["--contention", "on"]].concat());
             assert_eq!(code, 0, "{args:?}: {all}");
             assert_eq!(default, on, "{args:?}");
