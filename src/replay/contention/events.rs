@@ -134,6 +134,9 @@ pub fn combine(events: &mut Vec<Event>) {
     // the rounding of its splits, is the same whether a job's events are made one or not.
 }
 
+// An event's longest bytes fit the window they are written into and read from.
+const _: () = assert!(Event::MAX_BYTES <= Event::WINDOW);
+
 impl Event {
     /// The most bytes [`Event::encode`] writes (its numbers as 7-bit groups: at most 10 for
     /// 64 bits, 5 for 32).
@@ -148,12 +151,12 @@ impl Event {
     const AFTER_FAILED: u8 = 0x80;
 
     /// The event's bytes in the sort's file into `b`, and how many, written after an event at
-    /// `before` (the one before it in the same sorted run, or 0). The numbers are written in 7-bit groups, the
-    /// time as the step from `before` and a failed run's end as the step back from the
-    /// retry's start: in a run sorted by time the steps are small, and the requests, the
-    /// names and the sets are small numbers, so an event takes a dozen bytes or so where its
-    /// fields take 44 (the file, and the kernel's copies into it and out of it, shrink with
-    /// it). Exact for every value: the steps wrap.
+    /// `before` (the one before it in the same sorted run, or 0). The numbers are written in
+    /// 7-bit groups, the time as the step from `before` and a failed run's end as the step
+    /// back from the retry's start: in a run sorted by time the steps are small, and the
+    /// requests, the names and the sets are small numbers, so an event takes a dozen bytes or
+    /// so where its fields take 44 (the file, and the kernel's copies into it and out of it,
+    /// shrink with it). Exact for every value: the steps wrap.
     pub fn encode(&self, before: i64, b: &mut [u8; Event::WINDOW]) -> usize {
         let mut n = varint(b, 0, self.t.wrapping_sub(before) as u64);
         let flag = if self.after_failed.is_some() {
