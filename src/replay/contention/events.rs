@@ -444,27 +444,22 @@ fn job_events(job: Job, runs: &[Run], out: &mut Vec<Event>) -> bool {
     if in_order {
         return true;
     }
-    out.truncate(from);
-    // Where the job waits, to find the rare times its retries overlap them (the retries are
-    // the pairs of events pushed first). One allocation a job.
+    // Runs out of order: the waits taken out of the events just made (each a pair, its start
+    // then its end) to be merged, the retries left where they are, first. One allocation a
+    // job.
     let mut waits: Vec<(i64, i64, u32, u32)> = Vec::with_capacity(runs.len());
-    let mut previous_end = job.submitted;
-    for (k, run) in runs.iter().enumerate() {
-        let pool = run.pool;
-        let Some((start, end)) = run.span else {
-            previous_end = None;
-            continue;
-        };
-        let k = u32::try_from(k).unwrap_or(u32::MAX);
-        if let Some(since) = previous_end.filter(|&since| since < start) {
-            waits.push((since, start, pool, k));
+    let mut retries_to = from;
+    for at in (from..out.len()).step_by(2) {
+        let (start, end) = (out[at], out[at + 1]);
+        if start.change.wait != 0 {
+            waits.push((start.t, end.t, start.pool, start.set));
+        } else {
+            out[retries_to] = start;
+            out[retries_to + 1] = end;
+            retries_to += 2;
         }
-        if k > 0 && start < end {
-            out.push(event(start, Kind::RetryStart, pool, run.after_failed, k));
-            out.push(event(end, Kind::RetryEnd, pool, run.after_failed, k));
-        }
-        previous_end = Some(end);
     }
+    out.truncate(retries_to);
     let retries = from..out.len();
     // A job waits once however many of its waits overlap (runs out of order in the
     // record): its request counts once in `Q_p`. Merged in place.
