@@ -158,8 +158,8 @@ impl<'w> Sweep<'w> {
         let dt = now.wrapping_sub(since) as u64;
         let over = &mut self.overflowed;
         let rem = &mut self.remainders;
-        settle_resource(&pool.gpu, pool, |s| s.gpu, dt, at, &mut self.gpu, over, rem);
-        settle_resource(&pool.cpu, pool, |s| s.cpu, dt, at, &mut self.cpu, over, rem);
+        settle_resource(pool, true, dt, at, &mut self.gpu, over, rem);
+        settle_resource(pool, false, dt, at, &mut self.cpu, over, rem);
     }
 
     /// The sums, once every event is in; `counts` and `names` are the caller's.
@@ -204,20 +204,23 @@ fn add(sum: &mut u128, n: u128, over: &mut u16, figure: usize) {
     }
 }
 
-/// One resource's stretch of `dt` in pool `at` (its totals `level`, its queues' requests
-/// `by` of the pool's shares) added to `sums`.
-#[allow(clippy::too_many_arguments)]
+/// One resource's stretch of `dt` in pool `at` (GPU's when `gpu`, else CPU's) added to
+/// `sums`.
 #[inline(always)]
 fn settle_resource(
-    level: &Level,
     pool: &Pool,
-    by: impl Fn(&Share) -> u64 + Copy,
+    gpu: bool,
     dt: u64,
     at: usize,
     sums: &mut Sums,
     over: &mut u16,
     remainders: &mut Vec<(u128, u32, usize)>,
 ) {
+    let (level, by): (&Level, fn(&Share) -> u64) = if gpu {
+        (&pool.gpu, |s| s.gpu)
+    } else {
+        (&pool.cpu, |s| s.cpu)
+    };
     if level.waiting == 0 && level.retrying == 0 {
         return;
     }
