@@ -449,6 +449,9 @@ impl Job<'_, '_> {
     ) {
         let (arms, groups, bases) = (self.arms, self.groups, self.bases);
         let facts = JobFacts::new(h);
+        part.jobs += 1;
+        // First: the contention takes the runs' ends it computes.
+        part.trials.add(h, origin, options);
         if options.contention {
             // Each arm's runs, then each settings group's baseline's: `SweepFold::finish`
             // reads them in this order.
@@ -468,10 +471,8 @@ impl Job<'_, '_> {
                 },
             };
             let sides: Vec<Started> = (0..arms.len()).map(arm).chain(bases.iter().map(base)).collect();
-            part.contention.add(h, &sides);
+            part.contention.add(h, &sides, part.trials.last_ends());
         }
-        part.jobs += 1;
-        part.trials.add(h, origin, options);
         let side = bases[0].side;
         let t = &mut part.baseline;
         t.finals[side.final_state as usize] += 1;

@@ -11,7 +11,7 @@ use std::io;
 
 use crate::replay::incidents::Windows;
 
-use super::events::{combine, events, events_by_run, events_started, Counts, Event, Names};
+use super::events::{combine_from, events, events_by_run, events_of, Counts, Event, Names};
 use super::job::{Job, JobRuns, Run, Started};
 use super::spill::Spill;
 use super::sweep::{Sweep, Tally};
@@ -75,7 +75,6 @@ pub struct Sides {
     counts: Vec<Counts>,
     sets: Sets,
     spill: Spill,
-    scratch: Vec<Event>,
     /// Scratch: a job's runs, numbered.
     runs: Vec<Run>,
     /// Scratch: each side's runs started and its number, to group them.
@@ -128,7 +127,6 @@ impl Sides {
             counts: vec![Counts::default(); n],
             sets: Sets::new(n),
             spill: Spill::with_chunk(chunk),
-            scratch: Vec::new(),
             runs: Vec::new(),
             group: Vec::new(),
             members: Vec::new(),
@@ -171,31 +169,38 @@ impl Sides {
         self.group
             .extend(started.iter().enumerate().map(|(i, s)| (recorded(s), side_number(i))));
         self.group.sort_unstable();
-        self.scratch.clear();
-        if events_by_run(job, &mut self.scratch) {
-            // Each event once, for the sides that start its run: those that start more runs
-            // than its number, a tail of `group`. `bounds`: each number of runs some side
-            // starts, and the set of the sides that start at least that many; an event of run
-            // `k` is of the first bound above `k`.
-            self.bounds.clear();
-            let mut at = 0;
-            while at < self.group.len() {
-                let runs = self.group[at].0;
-                if runs > 0 {
-                    self.members.clear();
-                    self.members.extend(self.group[at..].iter().map(|&(_, side)| side));
-                    self.members.sort_unstable();
-                    self.bounds.push((runs, self.sets.id(&self.members)));
-                }
-                at += self.group[at..].partition_point(|&(r, _)| r == runs);
+        // Each event once, for the sides that start its run: those that start more runs than
+        // its number, a tail of `group`. `bounds`: each number of runs some side starts, and
+        // the set of the sides that start at least that many; an event of run `k` is of the
+        // first bound above `k`.
+        self.bounds.clear();
+        let mut at = 0;
+        while at < self.group.len() {
+            let runs = self.group[at].0;
+            if runs > 0 {
+                self.members.clear();
+                self.members.extend(self.group[at..].iter().map(|&(_, side)| side));
+                self.members.sort_unstable();
+                self.bounds.push((runs, self.sets.id(&self.members)));
             }
-            let bounds = &self.bounds;
-            self.scratch.retain_mut(|e| {
-                let above = bounds.partition_point(|&(runs, _)| runs <= e.set as usize);
-                // A run no side starts: none.
-                bounds.get(above).map(|&(_, set)| e.set = set).is_some()
-            });
-            return self.push_scratch();
+            at += self.group[at..].partition_point(|&(r, _)| r == runs);
+        }
+        let bounds = &self.bounds;
+        let mut by_run = false;
+        self.spill.add(|chunk| {
+            let from = chunk.len();
+            by_run = events_by_run(job, chunk);
+            if by_run {
+                retain_from(chunk, from, |e| {
+                    let above = bounds.partition_point(|&(runs, _)| runs <= e.set as usize);
+                    // A run no side starts: none.
+                    bounds.get(above).map(|&(_, set)| e.set = set).is_some()
+                });
+                combine_from(chunk, from);
+            }
+        })?;
+        if by_run {
+            return Ok(());
         }
         // Waits of the job that meet (runs out of order in the record): each group of sides
         // that start the same runs has its own events.
@@ -212,22 +217,15 @@ impl Sides {
         Ok(())
     }
 
-    /// `job`'s events as the sides that start its first `recorded` runs see them, for `set`.
+    /// `job`'s events as the sides that start its first `recorded` runs see them, for `set`,
+    /// those that can be one made one, made in the spill's chunk.
     fn push(&mut self, job: Job, recorded: usize, set: u32) -> io::Result<()> {
-        self.scratch.clear();
-        // The counts are each side's, added above.
-        events_started(job, Started { recorded, beyond: 0 }, &mut self.scratch);
-        self.scratch.iter_mut().for_each(|e| e.set = set);
-        self.push_scratch()
-    }
-
-    /// The job's events in `scratch`, those that can be one made one, to the spill.
-    fn push_scratch(&mut self) -> io::Result<()> {
-        combine(&mut self.scratch);
-        for e in self.scratch.drain(..) {
-            self.spill.push(e)?;
-        }
-        Ok(())
+        self.spill.add(|chunk| {
+            let from = chunk.len();
+            // The counts are each side's, added above.
+            events_of(job, recorded, set, chunk);
+            combine_from(chunk, from);
+        })
     }
 
     /// Whether the events went past memory, to the temporary file.
@@ -333,6 +331,21 @@ impl<'w> Classes<'w> {
     fn of(&self, side: usize) -> &Sweep<'w> {
         &self.sweeps[self.class_of[side] as usize]
     }
+}
+
+/// `events[from..]` with only the events `keep` keeps (it may change them), in order; what is
+/// before `from` left as it is.
+fn retain_from(events: &mut Vec<Event>, from: usize, mut keep: impl FnMut(&mut Event) -> bool) {
+    let mut kept = from;
+    for at in from..events.len() {
+        if keep(&mut events[at]) {
+            if kept != at {
+                events[kept] = events[at];
+            }
+            kept += 1;
+        }
+    }
+    events.truncate(kept);
 }
 
 /// The sums of `jobs`, all in memory (a few jobs: a test, a window of a live record).

@@ -1,7 +1,7 @@
 //! A job's waits and retries as the sweep's events: where a request starts or stops waiting
 //! or running as a retry, in which pool, for which queue.
 //!
-//! Owns: [`Event`] (and its bytes in the sort's temporary file, in 7-bit groups), [`Names`]
+//! Owns: [`Event`] (and its bytes in the sort's temporary file, [`Widths`]), [`Names`]
 //! (the queues and pools, numbered as met), [`Counts`] and [`events`], [`events_started`]
 //! (one job → its events and counts: the waits of docs/contention.md "Waiting", the retries
 //! of "Retries"). Pure. Must not: sort or add anything up (that is the sweep's), or know
@@ -103,121 +103,202 @@ pub struct Event {
     pub set: u32,
 }
 
-/// One job's events (of one set of sides each), those of one time, pool and set made one
-/// where their changes add up to one start or stop of each kind ([`Change`]): the same sums
-/// and the same stretches, fewer events. `events` is left sorted by time.
-pub fn combine(events: &mut Vec<Event>) {
+/// One job's events, `events[from..]` (after other jobs' events, left as they are), each of
+/// one set of sides, those of one time, pool and set made one where their changes add up to
+/// one start or stop of each kind ([`Change`]): the same sums and the same stretches, fewer
+/// events. The job's events are left sorted by time.
+pub fn combine_from(events: &mut Vec<Event>, from: usize) {
+    let job = &mut events[from..];
     // A job's events as `job_events` makes them in the usual case are in order already: their
     // changes at one time, one after the other.
-    if !events.is_sorted_by_key(|e| e.t) {
-        events.sort_unstable_by_key(|e| (e.t, e.pool, e.set));
+    if !job.is_sorted_by_key(|e| e.t) {
+        job.sort_unstable_by_key(|e| (e.t, e.pool, e.set));
     }
     let retries = |x: &Event| x.change.retry != 0;
-    events.dedup_by(|e, last| {
-        // A retry's failed run goes with its retry: two retries whose failed runs differ
-        // stay apart.
-        let failed_agree = !(retries(last) && retries(e)) || last.after_failed == e.after_failed;
-        if (last.t, last.pool, last.set) != (e.t, e.pool, e.set) || !failed_agree {
-            return false;
+    let mut kept: usize = 0;
+    for at in 0..job.len() {
+        if let Some(last) = kept.checked_sub(1) {
+            let (kept_ones, rest) = job.split_at_mut(at);
+            let (last, e) = (&mut kept_ones[last], &rest[0]);
+            // A retry's failed run goes with its retry: two retries whose failed runs differ
+            // stay apart.
+            let failed_agree = !(retries(last) && retries(e)) || last.after_failed == e.after_failed;
+            let both = ((last.t, last.pool, last.set) == (e.t, e.pool, e.set) && failed_agree)
+                .then(|| last.change.and(e.change))
+                .flatten();
+            if let Some(both) = both {
+                last.change = both;
+                if retries(e) {
+                    last.after_failed = e.after_failed;
+                }
+                continue;
+            }
         }
-        let Some(both) = last.change.and(e.change) else {
-            return false;
-        };
-        last.change = both;
-        if retries(e) {
-            last.after_failed = e.after_failed;
+        if kept != at {
+            job[kept] = job[at];
         }
-        true
-    });
+        kept += 1;
+    }
+    events.truncate(from + kept);
     // An event whose changes cancel (a retry that ends where the next starts) stays: the
     // pool is settled at its time, as at the events it came of, so that each stretch, and
     // the rounding of its splits, is the same whether a job's events are made one or not.
 }
 
-// An event's longest bytes fit the window they are written into and read from.
-const _: () = assert!(Event::MAX_BYTES <= Event::WINDOW);
+// An event's longest bytes fit the window they are written into and read from, with room
+// for the eight bytes written or read at its last number's place.
+const _: () = assert!(Event::MAX_BYTES + 8 <= Event::WINDOW);
+
+/// How many bytes each number of a run's events that is of a job or a run takes (the pool,
+/// the queue, the requests, the set): the fewest that hold the largest of the run, so that
+/// each event's own bytes say only its time's width and its failed run's. A property of the
+/// sorted run, kept beside it in memory, not in the file.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Widths {
+    pool: u8,
+    queue: u8,
+    gpu: u8,
+    cpu: u8,
+    set: u8,
+}
+
+impl Widths {
+    /// The widths that hold every event of `events`.
+    pub fn of<'a>(events: impl IntoIterator<Item = &'a Event>) -> Widths {
+        let (mut pool, mut queue, mut gpu, mut cpu, mut set) = (0u32, 0u32, 0u64, 0u64, 0u32);
+        for e in events {
+            pool |= e.pool;
+            queue |= e.queue;
+            gpu |= e.gpu;
+            cpu |= e.cpu;
+            set |= e.set;
+        }
+        Widths {
+            pool: width(u64::from(pool)),
+            queue: width(u64::from(queue)),
+            gpu: width(gpu),
+            cpu: width(cpu),
+            set: width(u64::from(set)),
+        }
+    }
+}
+
+/// The bytes that hold `n` (0 for 0).
+#[inline(always)]
+fn width(n: u64) -> u8 {
+    (u64::BITS - n.leading_zeros()).div_ceil(8) as u8
+}
 
 impl Event {
-    /// The most bytes [`Event::encode`] writes (its numbers as 7-bit groups: at most 10 for
-    /// 64 bits, 5 for 32).
-    pub const MAX_BYTES: usize = 10 + 1 + 5 + 5 + 10 + 10 + 5 + 10;
+    /// The most bytes [`Event::encode`] writes: two of its kind and widths, then its numbers
+    /// at their widest.
+    pub const MAX_BYTES: usize = 2 + 8 + 4 + 4 + 8 + 8 + 4 + 8;
 
     /// The bytes [`Event::decode`] reads from, and [`Event::encode`] writes into, without
-    /// checking each (at least [`Event::MAX_BYTES`]): a reader that keeps this many ahead (or
-    /// all that is left) decodes fastest.
+    /// checking each (at least [`Event::MAX_BYTES`] and eight more): a reader that keeps this
+    /// many ahead (or all that is left) decodes fastest.
     pub const WINDOW: usize = 64;
 
-    /// The kind's byte's bit that says `after_failed` is there.
-    const AFTER_FAILED: u8 = 0x80;
+    /// The first two bytes' bit that says `after_failed` is there; above it, the width of the
+    /// time's step (4 bits), then of the failed run's step back (4 bits); bit 15 is never set.
+    const AFTER_FAILED: u16 = 0x40;
+    const STEP_AT: u32 = 7;
+    const BACK_AT: u32 = 11;
 
     /// The event's bytes in the sort's file into `b`, and how many, written after an event at
-    /// `before` (the one before it in the same sorted run, or 0). The numbers are written in
-    /// 7-bit groups, the time as the step from `before` and a failed run's end as the step
-    /// back from the retry's start: in a run sorted by time the steps are small, and the
-    /// requests, the names and the sets are small numbers, so an event takes a dozen bytes or
-    /// so where its fields take 44 (the file, and the kernel's copies into it and out of it,
-    /// shrink with it). Exact for every value: the steps wrap.
-    pub fn encode(&self, before: i64, b: &mut [u8; Event::WINDOW]) -> usize {
-        let mut n = varint(b, 0, self.t.wrapping_sub(before) as u64);
-        let flag = if self.after_failed.is_some() {
-            Event::AFTER_FAILED
-        } else {
-            0
+    /// `before` (the one before it in the same sorted run, or 0), its job's and run's numbers
+    /// at the run's `widths`. Two bytes say the change, whether a failed run's time follows,
+    /// and the widths of the two numbers that differ most from event to event: the time, as
+    /// the step from `before`, and the failed run's time, as the step back from the retry's
+    /// start. In a run sorted by time the steps are small, and the requests, the names and the
+    /// sets are small numbers, so an event takes 15 bytes or so where its fields take 44
+    /// (the file, and the kernel's copies into it and out of it, shrink with it). Each number
+    /// is written as eight bytes at its place and the place moved on by its width: no loop
+    /// a byte. Exact for every value: the steps wrap.
+    #[inline]
+    pub fn encode(&self, before: i64, widths: Widths, b: &mut [u8; Event::WINDOW]) -> usize {
+        let step = self.t.wrapping_sub(before) as u64;
+        let step_width = width(step);
+        let (flag, back, back_width) = match self.after_failed {
+            Some(failed) => {
+                let back = self.t.wrapping_sub(failed);
+                // Zigzag: a step of either sign in few bytes.
+                let z = ((back << 1) ^ (back >> 63)) as u64;
+                (Event::AFTER_FAILED, z, width(z))
+            }
+            None => (0, 0, 0),
         };
-        b[n % Event::WINDOW] = self.change.code() | flag;
-        n += 1;
-        n = varint(b, n, u64::from(self.pool));
-        n = varint(b, n, u64::from(self.queue));
-        n = varint(b, n, self.gpu);
-        n = varint(b, n, self.cpu);
-        n = varint(b, n, u64::from(self.set));
-        if let Some(failed) = self.after_failed {
-            let back = self.t.wrapping_sub(failed);
-            // Zigzag: a step of either sign in few bytes.
-            n = varint(b, n, ((back << 1) ^ (back >> 63)) as u64);
+        let head = u16::from(self.change.code())
+            | flag
+            | u16::from(step_width) << Event::STEP_AT
+            | u16::from(back_width) << Event::BACK_AT;
+        b[..2].copy_from_slice(&head.to_le_bytes());
+        let mut at = 2;
+        for (n, w) in [
+            (step, step_width),
+            (u64::from(self.pool), widths.pool),
+            (u64::from(self.queue), widths.queue),
+            (self.gpu, widths.gpu),
+            (self.cpu, widths.cpu),
+            (u64::from(self.set), widths.set),
+            (back, back_width),
+        ] {
+            put(b, at, n);
+            at += usize::from(w);
         }
-        n
+        at
     }
 
-    /// The event at the front of `b`, written by [`Event::encode`] after `before`, and the
-    /// bytes it took; `None`: not an event's bytes, or cut short.
-    pub fn decode(b: &[u8], before: i64) -> Option<(Event, usize)> {
-        // From a window of fixed size: no bounds to check at each byte (half the cost of
-        // reading the file back). Near a run's end, a copy with zeros past the bytes there
-        // are; an event cut short is then found by the bytes it took.
+    /// The event at the front of `b`, written by [`Event::encode`] after `before` with
+    /// `widths`, and the bytes it took; `None`: not an event's bytes, or cut short.
+    pub fn decode(b: &[u8], before: i64, widths: Widths) -> Option<(Event, usize)> {
+        // From a window of fixed size: no bounds to check at each number. Near a run's end, a
+        // copy with zeros past the bytes there are; an event cut short is then found by the
+        // bytes it took.
         match b.first_chunk::<{ Event::WINDOW }>() {
-            Some(w) => Event::decode_window(w, before, w.len()),
+            Some(w) => Event::decode_window(w, before, widths, w.len()),
             None => {
                 let mut w = [0u8; Event::WINDOW];
                 w[..b.len()].copy_from_slice(b);
-                Event::decode_window(&w, before, b.len())
+                Event::decode_window(&w, before, widths, b.len())
             }
         }
     }
 
     /// [`Event::decode`] of the first `n` bytes of `w`.
     #[inline]
-    fn decode_window(w: &[u8; Event::WINDOW], before: i64, n: usize) -> Option<(Event, usize)> {
-        let mut at = 0;
-        let t = before.wrapping_add(window_varint(w, &mut at)? as i64);
-        let kind_byte = w[at % Event::WINDOW];
-        at += 1;
-        let pool = u32::try_from(window_varint(w, &mut at)?).ok()?;
-        let queue = u32::try_from(window_varint(w, &mut at)?).ok()?;
-        let gpu = window_varint(w, &mut at)?;
-        let cpu = window_varint(w, &mut at)?;
-        let set = u32::try_from(window_varint(w, &mut at)?).ok()?;
-        let after_failed = if kind_byte & Event::AFTER_FAILED != 0 {
-            let z = window_varint(w, &mut at)?;
-            let back = ((z >> 1) as i64) ^ -((z & 1) as i64);
-            Some(t.wrapping_sub(back))
-        } else {
-            None
+    fn decode_window(w: &[u8; Event::WINDOW], before: i64, widths: Widths, n: usize) -> Option<(Event, usize)> {
+        let head = u16::from_le_bytes([w[0], w[1]]);
+        let step_width = (head >> Event::STEP_AT) & 0xf;
+        let back_width = (head >> Event::BACK_AT) & 0xf;
+        let after = head & Event::AFTER_FAILED != 0;
+        // A width past 8, bit 15, or a failed run's width without its flag: not written by
+        // `encode`.
+        if step_width > 8 || back_width > 8 || head & 0x8000 != 0 || (!after && back_width > 0) {
+            return None;
+        }
+        let change = Change::of_code((head & 0x3f) as u8)?;
+        let mut at = 2;
+        let mut next = |width: u8| {
+            let n = take(w, at, width);
+            at += usize::from(width);
+            n
         };
+        let t = before.wrapping_add(next(step_width as u8) as i64);
+        // The run's widths hold at most 4 bytes for a number of 32 bits.
+        let pool = next(widths.pool) as u32;
+        let queue = next(widths.queue) as u32;
+        let gpu = next(widths.gpu);
+        let cpu = next(widths.cpu);
+        let set = next(widths.set) as u32;
+        let after_failed = after.then(|| {
+            let z = next(back_width as u8);
+            let back = ((z >> 1) as i64) ^ -((z & 1) as i64);
+            t.wrapping_sub(back)
+        });
         if at > n {
             return None;
         }
-        let change = Change::of_code(kind_byte & !Event::AFTER_FAILED)?;
         Some((
             Event {
                 t,
@@ -234,47 +315,33 @@ impl Event {
     }
 }
 
-/// `n` in 7-bit groups, low first, each byte's top bit saying another follows, into `b` at
-/// `at` (room for 10 bytes); where it ends.
+/// `n` as eight bytes, low first, at `b[at..]` (the bytes past its width are written over by
+/// the next number, or are past the event).
 #[inline(always)]
-fn varint(b: &mut [u8; Event::WINDOW], mut at: usize, mut n: u64) -> usize {
-    while n >= 0x80 {
-        b[at % Event::WINDOW] = (n as u8) | 0x80;
-        at += 1;
-        n >>= 7;
-    }
-    b[at % Event::WINDOW] = n as u8;
-    at + 1
+fn put(b: &mut [u8; Event::WINDOW], at: usize, n: u64) {
+    let at = at.min(Event::WINDOW - 8);
+    b[at..at + 8].copy_from_slice(&n.to_le_bytes());
 }
 
-/// A number [`varint`] wrote at `w[*at..]`, `*at` moved past it; `None`: past 64 bits (or
-/// past the window: the caller checks that `*at` stays within the bytes there were).
+/// The low `width` bytes of a number: the mask of each width, 0 to 8 (and past 8, as 8: a
+/// width the reader has checked; the table's 16 entries spare the check of a bound).
+const MASKS: [u64; 16] = {
+    let mut m = [u64::MAX; 16];
+    let mut w = 0;
+    while w < 8 {
+        m[w] = (1u64 << (8 * w)) - 1;
+        w += 1;
+    }
+    m
+};
+
+/// The number of `width` bytes (at most 8), low first, at `w[at..]`.
 #[inline(always)]
-fn window_varint(w: &[u8; Event::WINDOW], at: &mut usize) -> Option<u64> {
-    let first = w[*at % Event::WINDOW];
-    *at += 1;
-    // Most numbers (names, sets, requests of a few devices) take one byte.
-    if first < 0x80 {
-        return Some(u64::from(first));
-    }
-    let mut n = u64::from(first & 0x7f);
-    let mut shift = 7;
-    loop {
-        let byte = w[*at % Event::WINDOW];
-        *at += 1;
-        let part = u64::from(byte & 0x7f);
-        if shift == 63 && part > 1 {
-            return None;
-        }
-        n |= part << shift;
-        if byte < 0x80 {
-            return Some(n);
-        }
-        shift += 7;
-        if shift > 63 {
-            return None;
-        }
-    }
+fn take(w: &[u8; Event::WINDOW], at: usize, width: u8) -> u64 {
+    let at = at.min(Event::WINDOW - 8);
+    let mut eight = [0u8; 8];
+    eight.copy_from_slice(&w[at..at + 8]);
+    u64::from_le_bytes(eight) & MASKS[usize::from(width) & 15]
 }
 
 /// Queues and pools, numbered in the order they are met.
@@ -288,7 +355,14 @@ pub struct Names {
 
 impl Names {
     fn id(names: &mut Vec<String>, ids: &mut HashMap<String, u32>, name: &str) -> u32 {
-        if let Some(&id) = ids.get(name) {
+        // A few names (a unit's pools, a history's queues): compared in turn, which costs
+        // less than hashing the name (a worker looks up each run's pool).
+        let found = if names.len() <= 8 {
+            names.iter().position(|n| n == name).map(|at| at as u32)
+        } else {
+            ids.get(name).copied()
+        };
+        if let Some(id) = found {
             return id;
         }
         let id = names.len() as u32;
@@ -372,13 +446,19 @@ pub fn events(job: &JobRuns, names: &mut Names, out: &mut Vec<Event>) -> Counts 
 /// `started.beyond`. What [`events`] gives of `JobRuns::of` the history with `started`,
 /// without reading the history again for each side.
 pub fn events_started(job: Job, started: Started, out: &mut Vec<Event>) -> Counts {
+    events_of(job, started.recorded, 0, out);
+    Counts::of(job, started)
+}
+
+/// The events of `job`'s first `recorded` runs, each of the set of sides `set`, pushed to
+/// `out` (the counts are the caller's).
+pub(super) fn events_of(job: Job, recorded: usize, set: u32, out: &mut Vec<Event>) {
     let from = out.len();
-    let runs = &job.runs[..started.recorded.min(job.runs.len())];
+    let runs = &job.runs[..recorded.min(job.runs.len())];
     job_events(job, runs, out);
     for e in &mut out[from..] {
-        e.set = 0;
+        e.set = set;
     }
-    Counts::of(job, started)
 }
 
 /// The events of every run `job` holds, each with the number of its run in [`Event::set`]
@@ -417,7 +497,7 @@ fn job_events(job: Job, runs: &[Run], out: &mut Vec<Event>) -> bool {
     let from = out.len();
     // The usual job: its runs one after another, each wait and retry after the last. Its
     // events are then made in order of time, and no two of its waits or retries meet: no
-    // merge, no overlap of its own to look for, and nothing for `combine` to sort.
+    // merge, no overlap of its own to look for, and nothing for `combine_from` to sort.
     let mut previous_end = job.submitted;
     let mut last = i64::MIN;
     let mut in_order = true;

@@ -88,6 +88,7 @@ impl JobRuns {
             history,
             started.recorded,
             &mut Vec::new(),
+            None,
             ends,
             |span, pool, after_failed| {
                 runs.push(RunSpan {
@@ -117,16 +118,24 @@ pub fn requests(history: &FailureHistory) -> (u64, u64) {
 
 /// Each of the first `recorded` runs of `history` in order, to `f`: its span ([`run_spans`]),
 /// its pool's name and, after a failed run, that run's time as the incident windows place it
-/// ([`RunSpan::after_failed`]). `spans` and `ends`: scratch.
+/// ([`RunSpan::after_failed`]: `incidents::ends`, or `known`, those ends computed already).
+/// `spans` and `ends`: scratch.
 pub fn each_run(
     history: &FailureHistory,
     recorded: usize,
     spans: &mut Vec<Option<(i64, i64)>>,
+    known: Option<&[Option<i64>]>,
     ends: &mut Vec<Option<i64>>,
     mut f: impl FnMut(Option<(i64, i64)>, &str, Option<i64>),
 ) {
     run_spans(history, spans);
-    incidents::ends(history, ends);
+    let ends: &[Option<i64>] = match known {
+        Some(known) if known.len() == history.runs.len() => known,
+        _ => {
+            incidents::ends(history, ends);
+            ends
+        }
+    };
     let runs = &history.runs[..recorded.min(history.runs.len())];
     for (k, (run, &span)) in runs.iter().zip(spans.iter()).enumerate() {
         let after_failed = k

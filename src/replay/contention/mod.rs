@@ -52,7 +52,7 @@ mod spill;
 mod sweep;
 
 pub use collect::{tally, Contention, Sides};
-pub use events::{events_started, Change, Counts, Event, Kind, Names};
+pub use events::{events_started, Change, Counts, Event, Kind, Names, Widths};
 pub use job::{each_run, requests, run_spans, Job, JobRuns, Run, RunSpan, Started, DEFAULT_POOL};
 pub use side::{InIncidents, IncidentHours, OfComparison, OfReplay, Resource, Side};
 pub use spill::Spill;

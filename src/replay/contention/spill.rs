@@ -10,8 +10,8 @@
 //! order of submission follow one another in time: the merge holds the few that overlap),
 //! each read a slice at a time so that the slices together hold at most [`Spill::MERGE`]
 //! bytes whatever the number of runs. Memory is the chunk and the slices: fixed, whatever
-//! the history's length; the file grows with the history (a dozen bytes or so an event, its
-//! numbers in 7-bit groups: [`Event::encode`]). Several sides swept together share the chunk
+//! the history's length; the file grows with the history (15 bytes or so an event, each number
+//! in the bytes it needs: [`Event::encode`]). Several sides swept together share the chunk
 //! and the file: an event is written once for all the sides it is of (its [`Event::set`]),
 //! and handed back in time order alone.
 //!
@@ -24,7 +24,7 @@ use std::collections::BinaryHeap;
 use std::fs::File;
 use std::io::{self, BufWriter, Read, Seek, SeekFrom, Write};
 
-use super::events::Event;
+use super::events::{Event, Widths};
 use crate::replay::temp_file::anonymous_file;
 
 /// Events gathered, spilled when the chunk is full, handed back sorted by time.
@@ -32,13 +32,23 @@ pub struct Spill {
     chunk: Vec<Event>,
     cap: usize,
     file: Option<BufWriter<File>>,
-    /// The sorted runs in the file: `(first byte, bytes, the time of the first event)`.
-    runs: Vec<(u64, u64, i64)>,
+    /// The sorted runs in the file.
+    runs: Vec<Run>,
     written: u64,
     bytes: Vec<u8>,
     /// Where the chunk's events are, in order of time: each in the low [`Spill::place_bits`]
     /// bits, above them the step of its time from the chunk's earliest (see [`Spill::sort`]).
     order: Vec<u64>,
+}
+
+/// One sorted run in the file.
+#[derive(Debug, Clone, Copy)]
+struct Run {
+    first: u64,
+    bytes: u64,
+    /// The time of its first event.
+    t: i64,
+    widths: Widths,
 }
 
 impl Default for Spill {
@@ -56,6 +66,7 @@ struct Cursor {
     end: u64,
     /// The time of the event decoded last (the events' times are steps from it).
     before: i64,
+    widths: Widths,
     front: Option<Event>,
 }
 
@@ -88,7 +99,14 @@ impl Spill {
     }
 
     pub fn push(&mut self, e: Event) -> io::Result<()> {
-        self.chunk.push(e);
+        self.add(|chunk| chunk.push(e))
+    }
+
+    /// Events `add` pushes to the chunk (one job's: what is there already is not to be
+    /// touched), made there rather than copied in. The chunk can pass its size by what one
+    /// call adds.
+    pub fn add(&mut self, add: impl FnOnce(&mut Vec<Event>)) -> io::Result<()> {
+        add(&mut self.chunk);
         if self.chunk.len() >= self.cap {
             self.write_run()?;
         }
@@ -116,6 +134,7 @@ impl Spill {
             self.bytes.resize(room, 0);
         }
         let first = self.order.first().map_or(0, |&k| self.chunk[(k & mask) as usize].t);
+        let widths = Widths::of(&self.chunk);
         let mut before = 0;
         let mut n = 0;
         for &k in &self.order {
@@ -123,20 +142,27 @@ impl Spill {
             let Some(b) = self.bytes[n..].first_chunk_mut() else {
                 return Err(io::Error::other("the contention events outgrew their buffer"));
             };
-            n += e.encode(before, b);
+            n += e.encode(before, widths, b);
             before = e.t;
         }
         file.write_all(&self.bytes[..n])?;
         let n = n as u64;
-        self.runs.push((self.written, n, first));
+        self.runs.push(Run {
+            first: self.written,
+            bytes: n,
+            t: first,
+            widths,
+        });
         self.written += n;
         self.chunk.clear();
         Ok(())
     }
 
-    /// The bits of an entry of `order` that say where its event is: enough for `cap` places.
+    /// The bits of an entry of `order` that say where its event is: enough for `cap` places,
+    /// or for the chunk's, past it.
     fn place_bits(&self) -> u32 {
-        u32::BITS - (self.cap as u32).saturating_sub(1).leading_zeros()
+        let places = self.cap.max(self.chunk.len()) as u64;
+        u64::BITS - places.saturating_sub(1).leading_zeros()
     }
 
     fn place_mask(&self) -> u64 {
@@ -191,12 +217,13 @@ impl Spill {
         let mut cursors: Vec<Cursor> = self
             .runs
             .iter()
-            .map(|&(first, n, _)| Cursor {
+            .map(|r| Cursor {
                 bytes: Vec::new(),
                 at: 0,
-                next: first,
-                end: first + n,
+                next: r.first,
+                end: r.first + r.bytes,
                 before: 0,
+                widths: r.widths,
                 front: None,
             })
             .collect();
@@ -205,7 +232,7 @@ impl Spill {
         // heap holds the few runs that overlap now, not every run (with all of them, and a
         // pop and a push an event, it took a sixth of the section's CPU: BENCHMARKS.md
         // "2026-11-29, 16:00–18:10 UTC").
-        let mut waiting: Vec<(i64, usize)> = self.runs.iter().enumerate().map(|(i, r)| (r.2, i)).collect();
+        let mut waiting: Vec<(i64, usize)> = self.runs.iter().enumerate().map(|(i, r)| (r.t, i)).collect();
         waiting.sort_unstable_by(|a, b| b.cmp(a));
         let mut heap: BinaryHeap<Reverse<(i64, usize)>> = BinaryHeap::new();
         loop {
@@ -260,7 +287,7 @@ fn advance(file: &mut File, c: &mut Cursor, n: u64) -> io::Result<()> {
         c.front = None;
         return Ok(());
     }
-    let (e, used) = Event::decode(&c.bytes[c.at..], c.before)
+    let (e, used) = Event::decode(&c.bytes[c.at..], c.before, c.widths)
         .ok_or_else(|| io::Error::other("the temporary file of contention events is corrupt"))?;
     c.at += used;
     c.before = e.t;

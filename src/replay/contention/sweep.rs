@@ -112,11 +112,8 @@ impl<'w> Sweep<'w> {
     /// The next event; events come in time order (of equal times, any order).
     pub fn add(&mut self, e: &Event) {
         let at = e.pool as usize;
-        if self.pools.len() <= at {
-            self.pools.resize_with(at + 1, || Pool {
-                since: e.t,
-                ..Pool::default()
-            });
+        if self.pools.len() <= at || self.gpu.overlap_by_waiting_queue.len() <= e.queue as usize {
+            self.grow(e);
         }
         self.settle(at, e.t);
         let pool = &mut self.pools[at];
@@ -144,6 +141,22 @@ impl<'w> Sweep<'w> {
             for (level, request) in [(&mut pool.gpu, e.gpu), (&mut pool.cpu, e.cpu)] {
                 step(&mut level.own, request, on);
             }
+        }
+    }
+
+    /// Room for `e`'s pool and queue: in the pools, and in every split (a stretch's shares are
+    /// then added where they go, with no check of the room at each).
+    fn grow(&mut self, e: &Event) {
+        let pools = self.pools.len().max(e.pool as usize + 1);
+        self.pools.resize_with(pools, || Pool {
+            since: e.t,
+            ..Pool::default()
+        });
+        let queues = self.gpu.overlap_by_waiting_queue.len().max(e.queue as usize + 1);
+        for sums in [&mut self.gpu, &mut self.cpu] {
+            sums.overlap_by_pool.resize(pools, 0);
+            sums.overlap_by_waiting_queue.resize(queues, 0);
+            sums.overlap_by_retrying_queue.resize(queues, 0);
         }
     }
 
@@ -249,11 +262,19 @@ fn settle_resource(
     }
     let overlap = of(least);
     add(&mut sums.overlap, overlap, over, 5);
-    add(slot(&mut sums.overlap_by_pool, at), overlap, over, 6);
+    add(&mut sums.overlap_by_pool[at], overlap, over, 6);
     for (shares, whole, into) in [
         (&pool.waiting, level.waiting, &mut sums.overlap_by_waiting_queue),
         (&pool.retrying, level.retrying, &mut sums.overlap_by_retrying_queue),
     ] {
+        // One queue holds all of the side (the usual case in a pool): all of the overlap,
+        // whichever way the split goes.
+        if let [s] = &shares[..] {
+            if by(s) == whole {
+                add(&mut into[s.queue as usize], overlap, over, 7);
+                continue;
+            }
+        }
         if whole == least {
             // The side the overlap is whole of: each queue's share is its request × dt,
             // exactly what the split gives, without dividing.

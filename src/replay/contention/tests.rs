@@ -467,7 +467,7 @@ fn a_jobs_changes_at_one_time_in_one_pool_are_one_event() {
     let mut events = Vec::new();
     crate::replay::contention::events::events(&jobs[0], &mut Names::default(), &mut events);
     assert_eq!(events.len(), 10);
-    crate::replay::contention::events::combine(&mut events);
+    crate::replay::contention::events::combine_from(&mut events, 0);
     let change = |wait, retry| Change { wait, retry, own: 0 };
     assert_eq!(
         events
@@ -526,31 +526,36 @@ fn an_event_reads_back_from_its_bytes() {
             set: 0,
         },
     ];
+    let all = Widths::of(&events);
     for e in events {
-        for before in [0, -1, i64::MIN, i64::MAX, e.t, DAY - MINUTE] {
-            let mut room = [0; Event::WINDOW];
-            let n = e.encode(before, &mut room);
-            assert!(n <= Event::MAX_BYTES);
-            let mut b = room[..n].to_vec();
-            assert_eq!(Event::decode(&b, before), Some((e, b.len())));
-            // What follows it is not read.
-            b.push(0x80);
-            assert_eq!(Event::decode(&b, before), Some((e, b.len() - 1)));
-            assert_eq!(Event::decode(&b[..b.len() - 2], before), None);
+        for widths in [all, Widths::of([&e])] {
+            for before in [0, -1, i64::MIN, i64::MAX, e.t, DAY - MINUTE] {
+                let mut room = [0; Event::WINDOW];
+                let n = e.encode(before, widths, &mut room);
+                assert!(n <= Event::MAX_BYTES);
+                let mut b = room[..n].to_vec();
+                assert_eq!(Event::decode(&b, before, widths), Some((e, b.len())));
+                // What follows it is not read.
+                b.push(0xff);
+                assert_eq!(Event::decode(&b, before, widths), Some((e, b.len() - 1)));
+                assert_eq!(Event::decode(&b[..b.len() - 2], before, widths), None);
+            }
         }
     }
-    // A 4-GPU retry an hour after its failed run, a minute after the event before: the
-    // minute in nanoseconds takes 6 bytes, the hour back 7, the rest 8; 21 in all, not 44.
+    // A 4-GPU retry an hour after its failed run, a minute after the event before: two bytes
+    // of its kind and widths, the minute in nanoseconds 5, pool and queue 1 each, the
+    // requests 2 each, the set none, the hour back 6; 19 in all, not 44.
     let mut room = [0; Event::WINDOW];
-    assert_eq!(events[2].encode(DAY - MINUTE, &mut room), 21);
-    assert_eq!(Event::decode(&[], 0), None);
-    // A change there is not: each of its three parts is two bits, 0 to 2 (27 is 0b01_10_11),
-    // and the seventh bit is never set.
-    assert_eq!(Event::decode(&[0, 27, 0, 0, 0, 0, 0], 0), None);
-    assert_eq!(Event::decode(&[0, 0x40, 0, 0, 0, 0, 0], 0), None);
-    assert!(Event::decode(&[0, 26, 0, 0, 0, 0, 0], 0).is_some());
-    // A number past 64 bits.
-    assert_eq!(Event::decode(&[0xff; 11], 0), None);
+    assert_eq!(events[2].encode(DAY - MINUTE, Widths::of([&events[2]]), &mut room), 19);
+    let none = Widths::default();
+    assert_eq!(Event::decode(&[], 0, none), None);
+    // A change there is not: each of its three parts is two bits, 0 to 2 (27 is 0b01_10_11).
+    assert_eq!(Event::decode(&[27, 0], 0, none), None);
+    assert!(Event::decode(&[26, 0], 0, none).is_some());
+    // The sixteenth bit; a time's width past 8 bytes; a failed run's width with no failed run.
+    assert_eq!(Event::decode(&[0, 0x80], 0, none), None);
+    assert_eq!(Event::decode(&[0x80, 0x04, 0, 0, 0, 0, 0, 0, 0, 0, 0], 0, none), None);
+    assert_eq!(Event::decode(&[0, 0x08, 0], 0, none), None);
 }
 
 /// Events whose times spread past what the chunk's sort packs in 64 bits beside each place
@@ -844,6 +849,25 @@ mod generated {
                 c.add(j).unwrap();
             }
             prop_assert_eq!(c.finish(&windows).unwrap(), tally(&jobs, &windows));
+        }
+
+        /// A record of hundreds of jobs in chunks of hundreds of events (each written at the
+        /// widths of its own numbers) gives what memory gives.
+        #[test]
+        fn a_long_record_spilled_in_long_chunks_gives_what_memory_gives(
+            histories in vec(a_job(), 100..300),
+            windows in a_window(),
+            chunk in 256..1024usize,
+        ) {
+            let mut ends = Vec::new();
+            let jobs: Vec<JobRuns> = histories.iter().map(|h| JobRuns::of(h, Started::record(h), &mut ends)).collect();
+            let mut c = Contention::with_chunk(chunk);
+            for j in &jobs {
+                c.add(j).unwrap();
+            }
+            let spilled = c.spilled();
+            prop_assert_eq!(c.finish(&windows).unwrap(), tally(&jobs, &windows));
+            prop_assume!(spilled);
         }
 
         /// Sides swept together, each starting its own runs of each job (all, some, none, or

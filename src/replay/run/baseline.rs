@@ -122,7 +122,9 @@ pub fn compare_inspected<S: HistorySource>(
         };
         let steps = (changed && needs.steps && wanted()).then(|| Box::new(Steps::new(h, &b, &c)));
         if options.contention {
-            part.contention.add(h, &[started(&b, b_left), started(&c, c_left)]);
+            let ends = part.trials.last_ends();
+            part.contention
+                .add(h, &[started(&b, b_left), started(&c, c_left)], ends);
         }
         let facts = JobFacts::new(h);
         let mut diff = JobDiff::new(&b, c);

@@ -52,8 +52,9 @@ struct TakenJob {
 }
 
 impl Taken {
-    /// `history` as the record holds it, and the runs each side starts of it (`sides`).
-    pub fn add(&mut self, history: &FailureHistory, sides: &[Started]) {
+    /// `history` as the record holds it, and the runs each side starts of it (`sides`);
+    /// `ends`: its runs' ends (`incidents::ends`) when the caller has them.
+    pub fn add(&mut self, history: &FailureHistory, sides: &[Started], ends: Option<&[Option<i64>]>) {
         let from = self.runs.len();
         let (names, runs, last) = (&mut self.names, &mut self.runs, &mut self.last_pool);
         // A job's runs, and a unit's jobs, are mostly in one pool and one queue: each name
@@ -62,6 +63,7 @@ impl Taken {
             history,
             history.runs.len(),
             &mut self.spans,
+            ends,
             &mut self.ends,
             |span, pool, after_failed| {
                 let pool = match *last {
@@ -84,13 +86,19 @@ impl Taken {
         let (gpu, cpu) = requests(history);
         let started = self.started.len();
         self.started.extend_from_slice(sides);
+        // The record's, after the sides' (outside the job's range): the emitting side hands
+        // the sides' and the record's on as one slice.
+        self.started.push(Started {
+            recorded: history.runs.len(),
+            beyond: 0,
+        });
         self.jobs.push(TakenJob {
             queue,
             gpu,
             cpu,
             submitted: history.job.submitted_at.map(|t| t.0),
             runs: from..self.runs.len(),
-            started: started..self.started.len(),
+            started: started..self.started.len() - 1,
         });
     }
 }
@@ -129,31 +137,42 @@ impl Collect {
         self.queues.extend(taken.names.queues.iter().map(|q| names.queue(q)));
         self.pools.clear();
         self.pools.extend(taken.names.pools.iter().map(|p| names.pool(p)));
+        // Most units meet the history's first pools in the history's order: their runs are
+        // then numbered as the history numbers them, and handed on as they are.
+        let same_pools = self.pools.iter().enumerate().all(|(i, &p)| p as usize == i);
         for job in &taken.jobs {
-            self.runs.clear();
-            self.runs.extend(taken.runs[job.runs.clone()].iter().map(|r| Run {
-                pool: self.pools[r.pool as usize],
-                ..*r
-            }));
-            self.started.clear();
-            self.started
-                .extend(taken.started[job.started.clone()].iter().take(self.sides).copied());
-            // A side the unit did not say starts nothing of the job.
-            let none = Started { recorded: 0, beyond: 0 };
-            self.started.resize(self.sides, none);
-            self.started.push(Started {
-                recorded: self.runs.len(),
-                beyond: 0,
-            });
+            let runs = if same_pools {
+                &taken.runs[job.runs.clone()]
+            } else {
+                self.runs.clear();
+                self.runs.extend(taken.runs[job.runs.clone()].iter().map(|r| Run {
+                    pool: self.pools[r.pool as usize],
+                    ..*r
+                }));
+                &self.runs[..]
+            };
+            let started = if job.started.len() == self.sides {
+                // The sides' and, after them, the record's.
+                &taken.started[job.started.start..=job.started.end]
+            } else {
+                self.started.clear();
+                self.started
+                    .extend(taken.started[job.started.clone()].iter().take(self.sides).copied());
+                // A side the unit did not say starts nothing of the job.
+                let none = Started { recorded: 0, beyond: 0 };
+                self.started.resize(self.sides, none);
+                self.started.push(taken.started[job.started.end]);
+                &self.started[..]
+            };
             let numbered = Job {
                 queue: self.queues[job.queue as usize],
                 gpu: job.gpu,
                 cpu: job.cpu,
                 submitted: job.submitted,
-                runs: &self.runs,
+                runs,
                 beyond: 0,
             };
-            self.all.add_job(numbered, &self.started)?;
+            self.all.add_job(numbered, started)?;
         }
         Ok(())
     }

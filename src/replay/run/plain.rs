@@ -64,7 +64,8 @@ pub fn replay<S: HistorySource>(
         let f = fallback(sim, history);
         part.trials.add(history, origin, options);
         if options.contention {
-            part.contention.add(history, &[started(&report, left)]);
+            part.contention
+                .add(history, &[started(&report, left)], part.trials.last_ends());
         }
         if let Some(left) = left {
             let facts = JobFacts::new(history);
