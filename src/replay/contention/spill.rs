@@ -78,6 +78,9 @@ impl Spill {
     pub const CHUNK: usize = 1 << 14;
     /// Bytes of the file the merge's slices hold together.
     pub const MERGE: usize = 1 << 22;
+    /// Events the chunk has room for past [`Spill::CHUNK`]: the chunk is full when a job's
+    /// events have taken it there, and its last job's pass it (most jobs make a dozen).
+    const SLACK: usize = 1 << 10;
 
     /// A spill whose chunk holds `cap` events (at least 1, at most 2^32 - 1).
     pub fn with_chunk(cap: usize) -> Spill {
@@ -106,6 +109,11 @@ impl Spill {
     /// touched), made there rather than copied in. The chunk can pass its size by what one
     /// call adds.
     pub fn add(&mut self, add: impl FnOnce(&mut Vec<Event>)) -> io::Result<()> {
+        // Room for the last job past the chunk's size, so that it does not double the chunk.
+        let room = self.cap + Spill::SLACK;
+        if (self.cap..room).contains(&self.chunk.capacity()) {
+            self.chunk.reserve_exact(room - self.chunk.len());
+        }
         add(&mut self.chunk);
         if self.chunk.len() >= self.cap {
             self.write_run()?;
@@ -186,6 +194,8 @@ impl Spill {
         };
         let spread = high.abs_diff(low);
         if spread.checked_shl(bits).is_some_and(|s| s >> bits == spread) {
+            // Exactly the chunk's: past its size, growing would double the order.
+            self.order.reserve_exact(self.chunk.len());
             self.order.extend(
                 self.chunk
                     .iter()
