@@ -806,6 +806,25 @@ mod generated {
             .all(|k| close(a.get(k).copied().unwrap_or(0.0), b.get(k).copied().unwrap_or(0.0)))
     }
 
+    /// `histories` through a spill of `chunk` events give what they give in memory.
+    fn spilled_as_in_memory(
+        histories: &[FailureHistory],
+        windows: &Windows,
+        chunk: usize,
+    ) -> Result<(), TestCaseError> {
+        let mut ends = Vec::new();
+        let jobs: Vec<JobRuns> = histories
+            .iter()
+            .map(|h| JobRuns::of(h, Started::record(h), &mut ends))
+            .collect();
+        let mut c = Contention::with_chunk(chunk);
+        for j in &jobs {
+            c.add(j).unwrap();
+        }
+        prop_assert_eq!(c.finish(windows).unwrap(), tally(&jobs, windows));
+        Ok(())
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(200))]
 
@@ -842,13 +861,7 @@ mod generated {
             windows in a_window(),
             chunk in 1..8usize,
         ) {
-            let mut ends = Vec::new();
-            let jobs: Vec<JobRuns> = histories.iter().map(|h| JobRuns::of(h, Started::record(h), &mut ends)).collect();
-            let mut c = Contention::with_chunk(chunk);
-            for j in &jobs {
-                c.add(j).unwrap();
-            }
-            prop_assert_eq!(c.finish(&windows).unwrap(), tally(&jobs, &windows));
+            spilled_as_in_memory(&histories, &windows, chunk)?;
         }
 
         /// A record of hundreds of jobs in chunks of hundreds of events (each written at the
@@ -859,15 +872,7 @@ mod generated {
             windows in a_window(),
             chunk in 256..1024usize,
         ) {
-            let mut ends = Vec::new();
-            let jobs: Vec<JobRuns> = histories.iter().map(|h| JobRuns::of(h, Started::record(h), &mut ends)).collect();
-            let mut c = Contention::with_chunk(chunk);
-            for j in &jobs {
-                c.add(j).unwrap();
-            }
-            let spilled = c.spilled();
-            prop_assert_eq!(c.finish(&windows).unwrap(), tally(&jobs, &windows));
-            prop_assume!(spilled);
+            spilled_as_in_memory(&histories, &windows, chunk)?;
         }
 
         /// Sides swept together, each starting its own runs of each job (all, some, none, or
