@@ -471,7 +471,7 @@ impl Job<'_, '_> {
                 },
             };
             let sides: Vec<Started> = (0..arms.len()).map(arm).chain(bases.iter().map(base)).collect();
-            part.contention.add(h, &sides, part.trials.last_ends());
+            part.contention.add(h, &sides, part.trials.last_ends(options));
         }
         let side = bases[0].side;
         let t = &mut part.baseline;

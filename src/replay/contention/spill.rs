@@ -101,10 +101,6 @@ impl Spill {
         self.file.is_some()
     }
 
-    pub fn push(&mut self, e: Event) -> io::Result<()> {
-        self.add(|chunk| chunk.push(e))
-    }
-
     /// Events `add` pushes to the chunk (one job's: what is there already is not to be
     /// touched), made there rather than copied in. The chunk can pass its size by what one
     /// call adds.

@@ -281,7 +281,7 @@ fn settle_resource(
             for s in shares {
                 let n = of(by(s));
                 if n > 0 {
-                    add(slot(into, s.queue as usize), n, over, 7);
+                    add(&mut into[s.queue as usize], n, over, 7);
                 }
             }
         } else {
@@ -324,37 +324,20 @@ fn change(shares: &mut Vec<Share>, e: &Event, on: bool, count_jobs: bool) {
     }
 }
 
-/// Element `at` of `v`, grown to hold it.
-fn slot(v: &mut Vec<u128>, at: usize) -> &mut u128 {
-    if v.len() <= at {
-        v.resize(at + 1, 0);
-    }
-    &mut v[at]
-}
-
-/// `total` split among `shares` by `by(share) / whole` into `into` (by queue), in whole units
-/// that add back to `total`: each share rounded down, the units left given to the largest
-/// remainders, ties to the queue numbered first.
+/// `total` split among `shares` by `by(share) / whole` into `into` (by queue, with room for
+/// each: `Sweep::grow`), in whole units that add back to `total`: each share rounded down, the
+/// units left given to the largest remainders, ties to the queue numbered first.
 fn split(
     total: u128,
     shares: &[Share],
     whole: u64,
     by: impl Fn(&Share) -> u64,
-    into: &mut Vec<u128>,
+    into: &mut [u128],
     remainders: &mut Vec<(u128, u32, usize)>,
 ) {
     let whole = u128::from(whole);
     if whole == 0 {
         return;
-    }
-    // One queue holds it all (the usual case in a pool): all of it, without dividing 128
-    // bits.
-    if let [s] = shares {
-        if u128::from(by(s)) == whole {
-            let sum = slot(into, s.queue as usize);
-            *sum = sum.saturating_add(total);
-            return;
-        }
     }
     remainders.clear();
     let (quotient, rest) = (total / whole, total % whole);
@@ -367,7 +350,7 @@ fn split(
         // total × w / whole without passing 128 bits: (q·whole + r) × w / whole.
         let scaled = rest * w;
         let part = quotient * w + scaled / whole;
-        let sum = slot(into, s.queue as usize);
+        let sum = &mut into[s.queue as usize];
         *sum = sum.saturating_add(part);
         given += part;
         remainders.push((scaled % whole, s.queue, s.queue as usize));

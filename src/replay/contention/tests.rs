@@ -576,7 +576,7 @@ fn events_years_apart_come_back_in_order() {
                 after_failed: None,
                 set: i as u32,
             };
-            spill.push(e).unwrap();
+            spill.add(|chunk| chunk.push(e)).unwrap();
         }
         let mut got = Vec::new();
         spill.drain(|e| got.push(e.t)).unwrap();

@@ -122,7 +122,7 @@ pub fn compare_inspected<S: HistorySource>(
         };
         let steps = (changed && needs.steps && wanted()).then(|| Box::new(Steps::new(h, &b, &c)));
         if options.contention {
-            let ends = part.trials.last_ends();
+            let ends = part.trials.last_ends(options);
             part.contention
                 .add(h, &[started(&b, b_left), started(&c, c_left)], ends);
         }

@@ -63,9 +63,6 @@ pub struct IncidentCount {
     known_trials: u64,
     #[serde(skip)]
     ends: Vec<Option<i64>>,
-    /// Whether `ends` are those of the history added last.
-    #[serde(skip)]
-    ends_fresh: bool,
     #[serde(skip)]
     times: Vec<i64>,
     #[serde(skip)]
@@ -104,13 +101,14 @@ impl IncidentCount {
 }
 
 impl TrialCount {
-    /// Counts `history`'s trials (`origin`: where it stands in the source).
-    /// The runs' ends (`incidents::ends`) of the history [`TrialCount::add`] took last, when
-    /// it needed them: the contention's worker takes them rather than computing them again.
-    pub fn last_ends(&self) -> Option<&[Option<i64>]> {
-        self.incidents.ends_fresh.then_some(&self.incidents.ends[..])
+    /// The runs' ends (`incidents::ends`) of the history [`TrialCount::add`] took last with
+    /// `options`, when it needed them (incidents looked at): the contention's worker takes
+    /// them rather than computing them again.
+    pub fn last_ends(&self, options: &Options) -> Option<&[Option<i64>]> {
+        options.incidents.active().then_some(&self.incidents.ends[..])
     }
 
+    /// Counts `history`'s trials (`origin`: where it stands in the source).
     pub fn add(&mut self, history: &FailureHistory, origin: &Origin, options: &Options) {
         let test = match (options.backtest_at, history.job.submitted_at) {
             (None, _) => false,
@@ -125,7 +123,6 @@ impl TrialCount {
             }
         };
         let look = &options.incidents;
-        self.incidents.ends_fresh = look.active();
         if look.active() {
             let c = &mut self.incidents;
             incidents::ends(history, &mut c.ends);

@@ -65,7 +65,7 @@ pub fn replay<S: HistorySource>(
         part.trials.add(history, origin, options);
         if options.contention {
             part.contention
-                .add(history, &[started(&report, left)], part.trials.last_ends());
+                .add(history, &[started(&report, left)], part.trials.last_ends(options));
         }
         if let Some(left) = left {
             let facts = JobFacts::new(history);
