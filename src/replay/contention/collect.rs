@@ -90,6 +90,10 @@ struct Sets {
 }
 
 impl Sets {
+    /// Sets met up to which one is found by comparing each in turn (a comparison of a few
+    /// sides' sets meets no more than 7): cheaper than a hash; past it, `ids` finds it.
+    const FEW: usize = 8;
+
     fn new(n: usize) -> Sets {
         let every: Box<[u32]> = (0..n).map(side_number).collect();
         Sets {
@@ -99,7 +103,12 @@ impl Sets {
     }
 
     fn id(&mut self, sides: &[u32]) -> u32 {
-        if let Some(&id) = self.ids.get(sides) {
+        let found = if self.sides.len() <= Sets::FEW {
+            self.sides.iter().position(|s| **s == *sides).map(side_number)
+        } else {
+            self.ids.get(sides).copied()
+        };
+        if let Some(id) = found {
             return id;
         }
         let id = side_number(self.sides.len());

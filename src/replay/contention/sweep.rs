@@ -79,6 +79,29 @@ struct Pool {
     retrying: Vec<Share>,
     gpu: Level,
     cpu: Level,
+    /// GPU's and CPU's.
+    pending: [Pending; 2],
+}
+
+/// A pool's overlap since one queue alone waited there and one alone retried (the usual
+/// stretch of a pool), not yet added to those two queues' splits: the stretches in a row that
+/// go to the same two queues are added to them once, when the two change or at the end.
+#[derive(Debug, Clone, Copy, Default)]
+struct Pending {
+    overlap: u128,
+    /// The waiting queue's and the retrying queue's numbers.
+    queues: Option<(u32, u32)>,
+}
+
+impl Pending {
+    /// The overlap held added to its two queues' splits.
+    fn flush(&mut self, sums: &mut Sums, over: &mut u16) {
+        if let Some((waiting, retrying)) = self.queues.take() {
+            let overlap = std::mem::take(&mut self.overlap);
+            add(&mut sums.overlap_by_waiting_queue[waiting as usize], overlap, over, 7);
+            add(&mut sums.overlap_by_retrying_queue[retrying as usize], overlap, over, 7);
+        }
+    }
 }
 
 /// The sweep over one side's events.
@@ -117,30 +140,32 @@ impl<'w> Sweep<'w> {
         }
         self.settle(at, e.t);
         let pool = &mut self.pools[at];
-        if e.change.wait != 0 {
-            let on = e.change.wait > 0;
-            change(&mut pool.waiting, e, on, true);
-            for (level, request) in [(&mut pool.gpu, e.gpu), (&mut pool.cpu, e.cpu)] {
-                step(&mut level.waiting, request, on);
-                step(&mut level.waiting_jobs, u64::from(request > 0), on);
+        let c = e.change;
+        if c.wait != 0 {
+            let (gpu, cpu) = (signed(e.gpu, c.wait), signed(e.cpu, c.wait));
+            let jobs = (
+                signed(u64::from(e.gpu > 0), c.wait),
+                signed(u64::from(e.cpu > 0), c.wait),
+            );
+            change(&mut pool.waiting, e.queue, (gpu, cpu), jobs);
+            pool.gpu.waiting = pool.gpu.waiting.wrapping_add(gpu);
+            pool.cpu.waiting = pool.cpu.waiting.wrapping_add(cpu);
+            pool.gpu.waiting_jobs = pool.gpu.waiting_jobs.wrapping_add(jobs.0);
+            pool.cpu.waiting_jobs = pool.cpu.waiting_jobs.wrapping_add(jobs.1);
+        }
+        if c.retry != 0 {
+            let (gpu, cpu) = (signed(e.gpu, c.retry), signed(e.cpu, c.retry));
+            change(&mut pool.retrying, e.queue, (gpu, cpu), (0, 0));
+            pool.gpu.retrying = pool.gpu.retrying.wrapping_add(gpu);
+            pool.cpu.retrying = pool.cpu.retrying.wrapping_add(cpu);
+            if e.after_failed.is_some_and(|t| self.windows.contains(t)) {
+                pool.gpu.retrying_in_incidents = pool.gpu.retrying_in_incidents.wrapping_add(gpu);
+                pool.cpu.retrying_in_incidents = pool.cpu.retrying_in_incidents.wrapping_add(cpu);
             }
         }
-        if e.change.retry != 0 {
-            let on = e.change.retry > 0;
-            let in_incidents = e.after_failed.is_some_and(|t| self.windows.contains(t));
-            change(&mut pool.retrying, e, on, false);
-            for (level, request) in [(&mut pool.gpu, e.gpu), (&mut pool.cpu, e.cpu)] {
-                step(&mut level.retrying, request, on);
-                if in_incidents {
-                    step(&mut level.retrying_in_incidents, request, on);
-                }
-            }
-        }
-        if e.change.own != 0 {
-            let on = e.change.own > 0;
-            for (level, request) in [(&mut pool.gpu, e.gpu), (&mut pool.cpu, e.cpu)] {
-                step(&mut level.own, request, on);
-            }
+        if c.own != 0 {
+            pool.gpu.own = pool.gpu.own.wrapping_add(signed(e.gpu, c.own));
+            pool.cpu.own = pool.cpu.own.wrapping_add(signed(e.cpu, c.own));
         }
     }
 
@@ -176,7 +201,20 @@ impl<'w> Sweep<'w> {
     }
 
     /// The sums, once every event is in; `counts` and `names` are the caller's.
-    pub fn finish(self, counts: Counts, names: Names) -> Tally {
+    pub fn finish(mut self, counts: Counts, names: Names) -> Tally {
+        for pool in &mut self.pools {
+            let [gpu, cpu] = &mut pool.pending;
+            gpu.flush(&mut self.gpu, &mut self.overflowed);
+            cpu.flush(&mut self.cpu, &mut self.overflowed);
+        }
+        // The whole overlap is its pools' (added up here, not at each stretch).
+        for sums in [&mut self.gpu, &mut self.cpu] {
+            let mut overlap = 0;
+            for &n in &sums.overlap_by_pool {
+                add(&mut overlap, n, &mut self.overflowed, 5);
+            }
+            sums.overlap = overlap;
+        }
         let overflow = (0..FIGURES.len())
             .find(|&i| self.overflowed & (1 << i) != 0)
             .map(|i| Overflow {
@@ -221,7 +259,7 @@ fn add(sum: &mut u128, n: u128, over: &mut u16, figure: usize) {
 /// `sums`.
 #[inline(always)]
 fn settle_resource(
-    pool: &Pool,
+    pool: &mut Pool,
     gpu: bool,
     dt: u64,
     at: usize,
@@ -229,97 +267,153 @@ fn settle_resource(
     over: &mut u16,
     remainders: &mut Vec<(u128, u32, usize)>,
 ) {
-    let (level, by): (&Level, fn(&Share) -> u64) = if gpu {
-        (&pool.gpu, |s| s.gpu)
+    let Pool {
+        waiting: waiting_shares,
+        retrying: retrying_shares,
+        gpu: gpu_level,
+        cpu: cpu_level,
+        pending: [gpu_pending, cpu_pending],
+        ..
+    } = pool;
+    let (level, by, pending): (&Level, fn(&Share) -> u64, &mut Pending) = if gpu {
+        (gpu_level, |s| s.gpu, gpu_pending)
     } else {
-        (&pool.cpu, |s| s.cpu)
+        (cpu_level, |s| s.cpu, cpu_pending)
     };
-    if level.waiting == 0 && level.retrying == 0 {
+    let (waiting, retrying) = (level.waiting, level.retrying);
+    let of = |request: u64| u128::from(request) * u128::from(dt);
+    // Each figure is added only where it can be more than nothing: most stretches of a busy
+    // pool have requests waiting and retries running, but many have one of them alone.
+    if waiting != 0 {
+        add(&mut sums.queued, of(waiting), over, 1);
+    }
+    if retrying == 0 {
         return;
     }
-    let of = |request: u64| u128::from(request) * u128::from(dt);
-    add(&mut sums.retry, of(level.retrying), over, 0);
-    add(&mut sums.queued, of(level.waiting), over, 1);
-    // Another job waits: two jobs wait, or one that is not the retries' own.
-    let others = match level.waiting_jobs {
-        0 => 0,
-        1 => level.retrying - level.own.min(level.retrying),
-        _ => level.retrying,
-    };
-    add(&mut sums.while_others_waited, of(others), over, 2);
+    add(&mut sums.retry, of(retrying), over, 0);
     if level.retrying_in_incidents > 0 {
         add(&mut sums.in_incidents_retry, of(level.retrying_in_incidents), over, 3);
         add(
             &mut sums.in_incidents_overlap,
-            of(level.retrying_in_incidents.min(level.waiting)),
+            of(level.retrying_in_incidents.min(waiting)),
             over,
             4,
         );
     }
-    let least = level.retrying.min(level.waiting);
-    if least == 0 {
+    if waiting == 0 {
         return;
     }
+    // Another job waits: two jobs wait, or one that is not the retries' own.
+    let others = match level.waiting_jobs {
+        0 => 0,
+        1 => retrying - level.own.min(retrying),
+        _ => retrying,
+    };
+    add(&mut sums.while_others_waited, of(others), over, 2);
+    let least = retrying.min(waiting);
     let overlap = of(least);
-    add(&mut sums.overlap, overlap, over, 5);
     add(&mut sums.overlap_by_pool[at], overlap, over, 6);
-    for (shares, whole, into) in [
-        (&pool.waiting, level.waiting, &mut sums.overlap_by_waiting_queue),
-        (&pool.retrying, level.retrying, &mut sums.overlap_by_retrying_queue),
-    ] {
-        // One queue holds all of the side (the usual case in a pool): all of the overlap,
-        // whichever way the split goes.
-        if let [s] = &shares[..] {
-            if by(s) == whole {
-                add(&mut into[s.queue as usize], overlap, over, 7);
-                continue;
+    // One queue waits and one retries, each the whole of its side: the stretch's overlap is
+    // all theirs, held until the two change.
+    if let ([w], [r]) = (&waiting_shares[..], &retrying_shares[..]) {
+        if by(w) == waiting && by(r) == retrying {
+            let queues = Some((w.queue, r.queue));
+            if pending.queues != queues {
+                pending.flush(sums, over);
+                pending.queues = queues;
+            }
+            add(&mut pending.overlap, overlap, over, 7);
+            return;
+        }
+    }
+    let stretch = Stretch { least, overlap, dt };
+    let (by_waiting, by_retrying) = (&mut sums.overlap_by_waiting_queue, &mut sums.overlap_by_retrying_queue);
+    split_side(waiting_shares, waiting, stretch, by, by_waiting, over, remainders);
+    split_side(retrying_shares, retrying, stretch, by, by_retrying, over, remainders);
+}
+
+/// A stretch's overlap (`least` × `dt`), as each side's split takes it.
+#[derive(Clone, Copy)]
+struct Stretch {
+    least: u64,
+    overlap: u128,
+    dt: u64,
+}
+
+/// A stretch's overlap split among one side's queues (`shares`, whose requests add up to
+/// `whole`) into `into`, by queue.
+#[inline(always)]
+fn split_side(
+    shares: &[Share],
+    whole: u64,
+    stretch: Stretch,
+    by: fn(&Share) -> u64,
+    into: &mut [u128],
+    over: &mut u16,
+    remainders: &mut Vec<(u128, u32, usize)>,
+) {
+    // One queue holds all of the side (the usual case in a pool): all of the overlap,
+    // whichever way the split goes.
+    if let [s] = shares {
+        if by(s) == whole {
+            add(&mut into[s.queue as usize], stretch.overlap, over, 7);
+            return;
+        }
+    }
+    if whole == stretch.least {
+        // The side the overlap is whole of: each queue's share is its request × dt, exactly
+        // what the split gives, without dividing.
+        for s in shares {
+            let n = u128::from(by(s)) * u128::from(stretch.dt);
+            if n > 0 {
+                add(&mut into[s.queue as usize], n, over, 7);
             }
         }
-        if whole == least {
-            // The side the overlap is whole of: each queue's share is its request × dt,
-            // exactly what the split gives, without dividing.
-            for s in shares {
-                let n = of(by(s));
-                if n > 0 {
-                    add(&mut into[s.queue as usize], n, over, 7);
-                }
-            }
-        } else {
-            split(overlap, shares, whole, by, into, remainders);
-        }
+    } else {
+        split(stretch.overlap, shares, whole, by, into, remainders);
     }
 }
 
-/// `n` added to or taken from `level`.
-fn step(level: &mut u64, n: u64, on: bool) {
-    *level = if on {
-        level.saturating_add(n)
+/// A request as a change adds it (`d` > 0) or takes it away: the levels and shares are sums of
+/// whole requests, each added once before it is taken, so a request taken is added negated,
+/// wrapping. (Of equal times the events come in any order: a level can pass below nothing
+/// between two of them, and is back before any time passes.)
+#[inline(always)]
+fn signed(request: u64, d: i8) -> u64 {
+    if d > 0 {
+        request
     } else {
-        level.saturating_sub(n)
-    };
+        request.wrapping_neg()
+    }
 }
 
-/// A queue's share in a pool changed by `e`: added when `on`, else taken; a share that falls
-/// to nothing is dropped, so the list holds only the queues present.
-fn change(shares: &mut Vec<Share>, e: &Event, on: bool, count_jobs: bool) {
-    let at = match shares.iter().position(|s| s.queue == e.queue) {
+/// A queue's share in a pool changed by `requests` and `jobs` (GPU's and CPU's, each
+/// [`signed`]); a share that falls to nothing is dropped, so the list holds only the queues
+/// present.
+#[inline(always)]
+fn change(shares: &mut Vec<Share>, queue: u32, requests: (u64, u64), jobs: (u64, u64)) {
+    // Most pools hold one queue: its share is then the first.
+    let first = shares.first().is_some_and(|s| s.queue == queue);
+    let at = match if first {
+        Some(0)
+    } else {
+        shares.iter().position(|s| s.queue == queue)
+    } {
         Some(at) => at,
         None => {
             shares.push(Share {
-                queue: e.queue,
+                queue,
                 ..Share::default()
             });
             shares.len() - 1
         }
     };
     let s = &mut shares[at];
-    step(&mut s.gpu, e.gpu, on);
-    step(&mut s.cpu, e.cpu, on);
-    if count_jobs {
-        step(&mut s.gpu_jobs, u64::from(e.gpu > 0), on);
-        step(&mut s.cpu_jobs, u64::from(e.cpu > 0), on);
-    }
-    if s.gpu == 0 && s.cpu == 0 && s.gpu_jobs == 0 && s.cpu_jobs == 0 {
+    s.gpu = s.gpu.wrapping_add(requests.0);
+    s.cpu = s.cpu.wrapping_add(requests.1);
+    s.gpu_jobs = s.gpu_jobs.wrapping_add(jobs.0);
+    s.cpu_jobs = s.cpu_jobs.wrapping_add(jobs.1);
+    if s.gpu | s.cpu | s.gpu_jobs | s.cpu_jobs == 0 {
         shares.swap_remove(at);
     }
 }
