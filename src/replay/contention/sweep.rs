@@ -434,7 +434,7 @@ fn split(
         return;
     }
     remainders.clear();
-    let (quotient, rest) = (total / whole, total % whole);
+    let (quotient, rest) = div_rem(total, whole);
     let mut given = 0u128;
     for s in shares {
         let w = u128::from(by(s));
@@ -442,23 +442,89 @@ fn split(
             continue;
         }
         // total × w / whole without passing 128 bits: (q·whole + r) × w / whole.
-        let scaled = rest * w;
-        let part = quotient * w + scaled / whole;
+        let (part, remainder) = div_rem(rest * w, whole);
+        let part = quotient * w + part;
         let sum = &mut into[s.queue as usize];
         *sum = sum.saturating_add(part);
         given += part;
-        remainders.push((scaled % whole, s.queue, s.queue as usize));
+        remainders.push((remainder, s.queue, s.queue as usize));
     }
-    let mut left = total.saturating_sub(given);
+    let left = total.saturating_sub(given);
     if left == 0 {
         return;
     }
-    remainders.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
-    for &(_, _, at) in remainders.iter() {
-        if left == 0 {
-            break;
+    // The units left (fewer than the queues) to the largest remainders, ties to the queue
+    // numbered first: the first `left` in that order, found among a few queues by taking the
+    // largest in turn (a sort of a handful of entries at each stretch cost more than the
+    // split), among many by sorting.
+    let order = |a: &(u128, u32, usize), b: &(u128, u32, usize)| b.0.cmp(&a.0).then(a.1.cmp(&b.1));
+    let left = usize::try_from(left).unwrap_or(usize::MAX).min(remainders.len());
+    if remainders.len() <= 8 {
+        for _ in 0..left {
+            let first = (0..remainders.len()).min_by(|&i, &j| order(&remainders[i], &remainders[j]));
+            if let Some(first) = first {
+                let (_, _, at) = remainders.swap_remove(first);
+                into[at] = into[at].saturating_add(1);
+            }
         }
-        into[at] = into[at].saturating_add(1);
-        left -= 1;
+    } else {
+        remainders.sort_unstable_by(order);
+        for &(_, _, at) in &remainders[..left] {
+            into[at] = into[at].saturating_add(1);
+        }
+    }
+}
+
+/// `n / d` and `n % d` (`d` > 0), in 64 bits when both fit, the usual case: a stretch's
+/// overlap and a share's part of it are mostly below 2^64, and a 128-bit division is a call
+/// where a 64-bit one is an instruction.
+#[inline(always)]
+fn div_rem(n: u128, d: u128) -> (u128, u128) {
+    match (u64::try_from(n), u64::try_from(d)) {
+        (Ok(n), Ok(d)) => (u128::from(n / d), u128::from(n % d)),
+        _ => {
+            let q = n / d;
+            (q, n - q * d)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `total` split among queues of GPU requests `(queue, request)`, by queue.
+    fn split_of(total: u128, requests: &[(u32, u64)]) -> Vec<u128> {
+        let shares: Vec<Share> = requests
+            .iter()
+            .map(|&(queue, gpu)| Share {
+                queue,
+                gpu,
+                ..Share::default()
+            })
+            .collect();
+        let whole = shares.iter().map(|s| s.gpu).sum();
+        let mut into = vec![0; requests.len()];
+        split(total, &shares, whole, |s| s.gpu, &mut into, &mut Vec::new());
+        into
+    }
+
+    /// Each share rounded down, the units left to the largest remainders, ties to the queue
+    /// numbered first, whatever the order of the shares: among a few queues, among many, and
+    /// past 64 bits.
+    #[test]
+    fn the_units_left_go_to_the_largest_remainders_ties_to_the_queue_numbered_first() {
+        // 10 among three equal shares: 3 each, the unit left to queue 0 (listed last).
+        assert_eq!(split_of(10, &[(2, 1), (1, 1), (0, 1)]), [4, 3, 3]);
+        // 10 by 1 and 2 of 3 (3.33 and 6.67): the unit to the larger remainder.
+        assert_eq!(split_of(10, &[(0, 1), (1, 2)]), [3, 7]);
+        // 12 among five equal shares: 2 each, the 2 units left to queues 0 and 1.
+        assert_eq!(split_of(12, &[(4, 1), (3, 1), (2, 1), (1, 1), (0, 1)]), [3, 3, 2, 2, 2]);
+        // 25 among ten equal shares: 2 each, the 5 left to queues 0 to 4.
+        let ten: Vec<(u32, u64)> = (0..10).rev().map(|q| (q, 1)).collect();
+        assert_eq!(split_of(25, &ten), [3, 3, 3, 3, 3, 2, 2, 2, 2, 2]);
+        // Past 64 bits: 2^100 + 1 between two equal shares.
+        let half = 1u128 << 99;
+        assert_eq!(split_of((1 << 100) + 1, &[(1, 1), (0, 1)]), [half + 1, half]);
     }
 }
