@@ -11,7 +11,7 @@ use std::io;
 
 use crate::replay::incidents::Windows;
 
-use super::events::{combine_from, events, events_by_run, events_of, Counts, Event, Names};
+use super::events::{combine_from, events, events_by_run, events_of, number, Counts, Event, Names};
 use super::job::{Job, JobRuns, Run, Started};
 use super::spill::Spill;
 use super::sweep::{Sweep, Tally};
@@ -90,10 +90,6 @@ struct Sets {
 }
 
 impl Sets {
-    /// Sets met up to which one is found by comparing each in turn (a comparison of a few
-    /// sides' sets meets no more than 7): cheaper than a hash; past it, `ids` finds it.
-    const FEW: usize = 8;
-
     fn new(n: usize) -> Sets {
         let every: Box<[u32]> = (0..n).map(side_number).collect();
         Sets {
@@ -103,18 +99,7 @@ impl Sets {
     }
 
     fn id(&mut self, sides: &[u32]) -> u32 {
-        let found = if self.sides.len() <= Sets::FEW {
-            self.sides.iter().position(|s| **s == *sides).map(side_number)
-        } else {
-            self.ids.get(sides).copied()
-        };
-        if let Some(id) = found {
-            return id;
-        }
-        let id = side_number(self.sides.len());
-        self.sides.push(sides.into());
-        self.ids.insert(sides.into(), id);
-        id
+        number(&mut self.sides, &mut self.ids, sides)
     }
 }
 

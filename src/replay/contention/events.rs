@@ -344,6 +344,32 @@ fn take(w: &[u8; Event::WINDOW], at: usize, width: u8) -> u64 {
     u64::from_le_bytes(eight) & MASKS[usize::from(width) & 15]
 }
 
+/// `key`'s number in `list` (numbered as met, `ids` its index), `key` added when new. A few
+/// keys (a unit's pools, a history's queues, a comparison's sets of sides) are compared in
+/// turn, which costs less than hashing the key (a worker looks up each run's pool); past
+/// [`FEW`] the index finds it.
+pub(super) fn number<K, Q>(list: &mut Vec<K>, ids: &mut HashMap<K, u32>, key: &Q) -> u32
+where
+    K: std::borrow::Borrow<Q> + Eq + std::hash::Hash + for<'q> From<&'q Q>,
+    Q: Eq + std::hash::Hash + ?Sized,
+{
+    let found = if list.len() <= FEW {
+        list.iter().position(|k| k.borrow() == key).map(|at| at as u32)
+    } else {
+        ids.get(key).copied()
+    };
+    if let Some(id) = found {
+        return id;
+    }
+    let id = u32::try_from(list.len()).unwrap_or(u32::MAX);
+    list.push(K::from(key));
+    ids.insert(K::from(key), id);
+    id
+}
+
+/// Keys up to which [`number`] compares each in turn.
+const FEW: usize = 8;
+
 /// Queues and pools, numbered in the order they are met.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Names {
@@ -354,29 +380,12 @@ pub struct Names {
 }
 
 impl Names {
-    fn id(names: &mut Vec<String>, ids: &mut HashMap<String, u32>, name: &str) -> u32 {
-        // A few names (a unit's pools, a history's queues): compared in turn, which costs
-        // less than hashing the name (a worker looks up each run's pool).
-        let found = if names.len() <= 8 {
-            names.iter().position(|n| n == name).map(|at| at as u32)
-        } else {
-            ids.get(name).copied()
-        };
-        if let Some(id) = found {
-            return id;
-        }
-        let id = names.len() as u32;
-        names.push(name.to_string());
-        ids.insert(name.to_string(), id);
-        id
-    }
-
     pub fn queue(&mut self, name: &str) -> u32 {
-        Names::id(&mut self.queues, &mut self.queue_ids, name)
+        number(&mut self.queues, &mut self.queue_ids, name)
     }
 
     pub fn pool(&mut self, name: &str) -> u32 {
-        Names::id(&mut self.pools, &mut self.pool_ids, name)
+        number(&mut self.pools, &mut self.pool_ids, name)
     }
 
     /// `job` with its queue and pools numbered, its runs in `runs` (scratch).

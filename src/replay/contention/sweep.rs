@@ -116,7 +116,7 @@ pub struct Sweep<'w> {
     /// slower).
     overflowed: u16,
     /// Scratch for the splits.
-    remainders: Vec<(u128, u32, usize)>,
+    remainders: Vec<(u128, u32)>,
 }
 
 impl<'w> Sweep<'w> {
@@ -265,7 +265,7 @@ fn settle_resource(
     at: usize,
     sums: &mut Sums,
     over: &mut u16,
-    remainders: &mut Vec<(u128, u32, usize)>,
+    remainders: &mut Vec<(u128, u32)>,
 ) {
     let Pool {
         waiting: waiting_shares,
@@ -350,7 +350,7 @@ fn split_side(
     by: fn(&Share) -> u64,
     into: &mut [u128],
     over: &mut u16,
-    remainders: &mut Vec<(u128, u32, usize)>,
+    remainders: &mut Vec<(u128, u32)>,
 ) {
     // One queue holds all of the side (the usual case in a pool): all of the overlap,
     // whichever way the split goes.
@@ -427,7 +427,7 @@ fn split(
     whole: u64,
     by: impl Fn(&Share) -> u64,
     into: &mut [u128],
-    remainders: &mut Vec<(u128, u32, usize)>,
+    remainders: &mut Vec<(u128, u32)>,
 ) {
     let whole = u128::from(whole);
     if whole == 0 {
@@ -447,7 +447,7 @@ fn split(
         let sum = &mut into[s.queue as usize];
         *sum = sum.saturating_add(part);
         given += part;
-        remainders.push((remainder, s.queue, s.queue as usize));
+        remainders.push((remainder, s.queue));
     }
     let left = total.saturating_sub(given);
     if left == 0 {
@@ -457,20 +457,20 @@ fn split(
     // numbered first: the first `left` in that order, found among a few queues by taking the
     // largest in turn (a sort of a handful of entries at each stretch cost more than the
     // split), among many by sorting.
-    let order = |a: &(u128, u32, usize), b: &(u128, u32, usize)| b.0.cmp(&a.0).then(a.1.cmp(&b.1));
+    let order = |a: &(u128, u32), b: &(u128, u32)| b.0.cmp(&a.0).then(a.1.cmp(&b.1));
     let left = usize::try_from(left).unwrap_or(usize::MAX).min(remainders.len());
     if remainders.len() <= 8 {
         for _ in 0..left {
             let first = (0..remainders.len()).min_by(|&i, &j| order(&remainders[i], &remainders[j]));
             if let Some(first) = first {
-                let (_, _, at) = remainders.swap_remove(first);
-                into[at] = into[at].saturating_add(1);
+                let (_, queue) = remainders.swap_remove(first);
+                into[queue as usize] = into[queue as usize].saturating_add(1);
             }
         }
     } else {
         remainders.sort_unstable_by(order);
-        for &(_, _, at) in &remainders[..left] {
-            into[at] = into[at].saturating_add(1);
+        for &(_, queue) in &remainders[..left] {
+            into[queue as usize] = into[queue as usize].saturating_add(1);
         }
     }
 }
