@@ -392,13 +392,14 @@ fn signed(request: u64, d: i8) -> u64 {
 /// present.
 #[inline(always)]
 fn change(shares: &mut Vec<Share>, queue: u32, requests: (u64, u64), jobs: (u64, u64)) {
-    // Most pools hold one queue: its share is then the first.
-    let first = shares.first().is_some_and(|s| s.queue == queue);
-    let at = match if first {
+    // Most pools hold one queue: the first share is checked before the search (the search
+    // alone took 7 M more instructions on 40,000 jobs of one queue: BENCHMARKS.md).
+    let found = if shares.first().is_some_and(|s| s.queue == queue) {
         Some(0)
     } else {
         shares.iter().position(|s| s.queue == queue)
-    } {
+    };
+    let at = match found {
         Some(at) => at,
         None => {
             shares.push(Share {
@@ -482,10 +483,7 @@ fn split(
 fn div_rem(n: u128, d: u128) -> (u128, u128) {
     match (u64::try_from(n), u64::try_from(d)) {
         (Ok(n), Ok(d)) => (u128::from(n / d), u128::from(n % d)),
-        _ => {
-            let q = n / d;
-            (q, n - q * d)
-        }
+        _ => (n / d, n % d),
     }
 }
 
