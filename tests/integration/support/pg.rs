@@ -166,7 +166,7 @@ fn start() -> Result<Cluster, Missing> {
     let child = sh.spawn().expect("postgres starts");
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
-        if postgres::Client::connect(&admin_dsn(port, "postgres"), postgres::NoTls).is_ok() {
+        if connect(port, "postgres").is_ok() {
             break;
         }
         if Instant::now() > deadline {
@@ -186,11 +186,16 @@ pub fn admin_dsn(port: u16, db: &str) -> String {
     format!("postgresql://{USER}:{PASSWORD}@127.0.0.1:{port}/{db}")
 }
 
+/// A client of database `db` of the shared cluster, as its owner.
+fn connect(port: u16, db: &str) -> Result<postgres::Client, postgres::Error> {
+    postgres::Client::connect(&admin_dsn(port, db), postgres::NoTls)
+}
+
 /// Database `lookout_template`, built once from the migrations; each test copies it.
 fn build_template(port: u16) {
-    let mut admin = postgres::Client::connect(&admin_dsn(port, "postgres"), postgres::NoTls).unwrap();
+    let mut admin = connect(port, "postgres").unwrap();
     admin.batch_execute("CREATE DATABASE lookout_template").unwrap();
-    let mut db = postgres::Client::connect(&admin_dsn(port, "lookout_template"), postgres::NoTls).unwrap();
+    let mut db = connect(port, "lookout_template").unwrap();
     migrate(&mut db);
 }
 
@@ -237,18 +242,22 @@ pub struct Db {
 }
 
 pub fn lookout_db(test: &str) -> Option<Db> {
+    create_db(test, "TEMPLATE lookout_template")
+}
+
+/// A new database of the shared cluster named after `test`, made by `CREATE DATABASE name
+/// {how}`; its DSN and a client.
+fn create_db(test: &str, how: &str) -> Option<Db> {
     let c = cluster()?;
     let name = format!("{test}_{}", NEXT_DB.fetch_add(1, Ordering::SeqCst));
-    let mut admin = postgres::Client::connect(&admin_dsn(c.port, "postgres"), postgres::NoTls).unwrap();
-    admin
-        .batch_execute(&format!("CREATE DATABASE {name} TEMPLATE lookout_template"))
+    connect(c.port, "postgres")
+        .unwrap()
+        .batch_execute(&format!("CREATE DATABASE {name} {how}"))
         .unwrap();
-    let dsn = admin_dsn(c.port, &name);
-    let client = postgres::Client::connect(&dsn, postgres::NoTls).unwrap();
     Some(Db {
-        dsn,
+        dsn: admin_dsn(c.port, &name),
+        client: connect(c.port, &name).unwrap(),
         name,
-        client,
         port: c.port,
     })
 }
@@ -258,42 +267,20 @@ pub fn lookout_db(test: &str) -> Option<Db> {
 /// UTF8, and a copy keeps its template's encoding); its DSN and a client. The client's own
 /// encoding is the database's, so that a test can write bytes that are not UTF-8 (`E'\xff'`).
 pub fn lookout_db_encoded(test: &str, encoding: &str) -> Option<Db> {
-    let c = cluster()?;
-    let name = format!("{test}_{}", NEXT_DB.fetch_add(1, Ordering::SeqCst));
-    let mut admin = postgres::Client::connect(&admin_dsn(c.port, "postgres"), postgres::NoTls).unwrap();
-    admin
-        .batch_execute(&format!(
-            "CREATE DATABASE {name} TEMPLATE template0 ENCODING '{encoding}' LC_COLLATE 'C' LC_CTYPE 'C'"
-        ))
-        .unwrap();
-    let dsn = admin_dsn(c.port, &name);
-    let mut client = postgres::Client::connect(&dsn, postgres::NoTls).unwrap();
-    client
+    let mut db = create_db(
+        test,
+        &format!("TEMPLATE template0 ENCODING '{encoding}' LC_COLLATE 'C' LC_CTYPE 'C'"),
+    )?;
+    db.client
         .batch_execute(&format!("SET client_encoding = '{encoding}'"))
         .unwrap();
-    migrate(&mut client);
-    Some(Db {
-        dsn,
-        name,
-        client,
-        port: c.port,
-    })
+    migrate(&mut db.client);
+    Some(db)
 }
 
 /// A database with no Lookout tables at all.
 pub fn empty_db(test: &str) -> Option<Db> {
-    let c = cluster()?;
-    let name = format!("{test}_{}", NEXT_DB.fetch_add(1, Ordering::SeqCst));
-    let mut admin = postgres::Client::connect(&admin_dsn(c.port, "postgres"), postgres::NoTls).unwrap();
-    admin.batch_execute(&format!("CREATE DATABASE {name}")).unwrap();
-    let dsn = admin_dsn(c.port, &name);
-    let client = postgres::Client::connect(&dsn, postgres::NoTls).unwrap();
-    Some(Db {
-        dsn,
-        name,
-        client,
-        port: c.port,
-    })
+    create_db(test, "")
 }
 
 /// zlib, as Lookout's ingester compresses `job_run.error`.
@@ -333,11 +320,12 @@ pub fn export_week(home: &Path, db: &Db) -> (PathBuf, String) {
 /// 1.5 GB of /tmp (and their write-ahead log 1 GB more) by the last test.
 impl Drop for Db {
     fn drop(&mut self) {
-        let Ok(mut admin) = postgres::Client::connect(&admin_dsn(self.port, "postgres"), postgres::NoTls) else {
-            return;
-        };
         // FORCE: the test's own client, and any retryctl still connected, are let go.
-        let _ = admin.batch_execute(&format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name));
+        let dropped = connect(self.port, "postgres")
+            .and_then(|mut admin| admin.batch_execute(&format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name)));
+        if let Err(e) = dropped {
+            eprintln!("note: test database `{}` left in place: {e}", self.name);
+        }
     }
 }
 
