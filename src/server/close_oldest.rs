@@ -4,8 +4,9 @@
 //! header trickled a byte every few seconds included), the connection's read buffer holds at
 //! most [`Bounds::max_header_bytes`], and the open connections are capped below the process's
 //! file limit ([`max_connections`], less [`Bounds::reserved`]): at the cap, the oldest
-//! connection is closed to let the new one in, so that idle or half-sent connections can
-//! never lock a scrape out.
+//! connection is closed to let the new one in, and the new one is served once the oldest's
+//! socket is gone (so the descriptors never pass the cap), so that idle or half-sent
+//! connections can never lock a scrape out.
 //!
 //! Why not serve's policy (`accept`, `conn`: refuse at the cap, and an idle timeout): a
 //! watch's answers are scrapes of milliseconds, so the connection open longest is the
@@ -24,7 +25,7 @@ use axum::Router;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
-use tokio::sync::{oneshot, watch};
+use tokio::sync::{oneshot, watch, Semaphore};
 
 use super::conn::max_connections;
 
@@ -52,6 +53,11 @@ pub async fn serve_closing_oldest(
     stop: impl Future<Output = ()>,
 ) {
     let cap = max_connections(bounds.reserved);
+    // A permit per open connection, given back only once its socket is closed: closing the
+    // oldest is a message to its task, and an accept loop that did not wait for the socket to
+    // go would run ahead of the closes under a burst of connections (1,500 at once on two
+    // cores went 50 descriptors past the cap).
+    let permits = Arc::new(Semaphore::new(cap.max(1)));
     let open: Open = Arc::default();
     let (shutdown, shutdown_rx) = watch::channel(());
     tokio::pin!(stop);
@@ -69,37 +75,49 @@ pub async fn serve_closing_oldest(
             () = &mut stop => break,
         };
         let _ = stream.set_nodelay(true);
-        next += 1;
-        let (close, closed) = oneshot::channel();
-        {
-            let mut open = open.lock().unwrap_or_else(|e| e.into_inner());
-            if open.len() >= cap {
+        let permit = match permits.clone().try_acquire_owned() {
+            Ok(permit) => permit,
+            Err(_) => {
                 // The oldest goes: a scrape takes milliseconds, a connection that has been
-                // open longest is the likeliest idle or stalled.
-                if let Some((_, oldest)) = open.pop_front() {
+                // open longest is the likeliest idle or stalled. The new one waits for its
+                // socket to be closed.
+                let oldest = open.lock().unwrap_or_else(|e| e.into_inner()).pop_front();
+                if let Some((_, oldest)) = oldest {
                     let _ = oldest.send(());
                 }
+                permits
+                    .clone()
+                    .acquire_owned()
+                    .await
+                    .expect("the semaphore is never closed")
             }
-            open.push_back((next, close));
-        }
+        };
+        next += 1;
+        let (close, closed) = oneshot::channel();
+        open.lock().unwrap_or_else(|e| e.into_inner()).push_back((next, close));
         let (router, open, mut shutdown) = (router.clone(), open.clone(), shutdown_rx.clone());
         let id = next;
         tokio::spawn(async move {
-            let mut http = hyper::server::conn::http1::Builder::new();
-            http.timer(TokioTimer::new())
-                .header_read_timeout(bounds.header_read_timeout)
-                .max_buf_size(bounds.max_header_bytes);
-            let conn = http.serve_connection(TokioIo::new(stream), TowerToHyperService::new(router));
-            tokio::pin!(conn);
-            tokio::select! {
-                _ = conn.as_mut() => {}
-                _ = closed => {}
-                _ = shutdown.changed() => {
-                    conn.as_mut().graceful_shutdown();
-                    let _ = conn.await;
+            {
+                let mut http = hyper::server::conn::http1::Builder::new();
+                http.timer(TokioTimer::new())
+                    .header_read_timeout(bounds.header_read_timeout)
+                    .max_buf_size(bounds.max_header_bytes);
+                let conn = http.serve_connection(TokioIo::new(stream), TowerToHyperService::new(router));
+                tokio::pin!(conn);
+                tokio::select! {
+                    _ = conn.as_mut() => {}
+                    _ = closed => {}
+                    _ = shutdown.changed() => {
+                        conn.as_mut().graceful_shutdown();
+                        let _ = conn.await;
+                    }
                 }
             }
+            // The socket is closed (the connection dropped above); only now may another
+            // connection take its place.
             open.lock().unwrap_or_else(|e| e.into_inner()).retain(|(n, _)| *n != id);
+            drop(permit);
         });
     }
     drop(listener);

@@ -71,7 +71,21 @@ fn the_http_server_is_bounded_whatever_the_clients_do() {
     big.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     let _ = big.read_to_string(&mut answer);
     assert!(answer.starts_with("HTTP/1.1 431 "), "{answer:?}");
-    // 1,500 half-sent requests: more than the file limit allows at once.
+    // 1,500 half-sent requests: more than the file limit allows at once. The descriptors are
+    // sampled all along, not once at the end: an accept loop that runs ahead of the closes
+    // of the oldest passes the cap in the burst and is back under it a moment later.
+    let pid = w.child.id();
+    let sampling = Arc::new(AtomicBool::new(true));
+    let most = std::thread::spawn({
+        let sampling = sampling.clone();
+        move || {
+            let mut most = 0;
+            while sampling.load(Ordering::Relaxed) {
+                most = most.max(descriptors(pid));
+            }
+            most
+        }
+    });
     let mut half: Vec<TcpStream> = Vec::new();
     for _ in 0..1500 {
         if let Ok(mut s) = TcpStream::connect(&addr) {
@@ -79,13 +93,17 @@ fn the_http_server_is_bounded_whatever_the_clients_do() {
             half.push(s);
         }
     }
-    // A scrape still answers, and the descriptors stay under the limit.
+    // A scrape still answers, and the descriptors stay under the limit: the connections'
+    // 960 (1,024 less the 64 kept back) and one waiting for the oldest to go, with room to
+    // spare for the database, the log and `--state`.
     let started = Instant::now();
     let (status, body) = w.get("/metrics");
     assert_eq!(status, 200, "{body}");
     assert!(started.elapsed() < Duration::from_secs(10), "{:?}", started.elapsed());
-    let open = descriptors(w.child.id());
-    assert!(open <= 1024 - 16, "{open} descriptors open");
+    std::thread::sleep(Duration::from_millis(200));
+    sampling.store(false, Ordering::Relaxed);
+    let most = most.join().unwrap();
+    assert!(most <= 1024 - 32, "{most} descriptors open at the most");
     drop(half);
     // A header trickled a byte every 5 seconds is closed once 30 seconds have passed.
     let mut slow = TcpStream::connect(&addr).unwrap();
