@@ -57,7 +57,7 @@ pub async fn serve_closing_oldest(
     // oldest is a message to its task, and an accept loop that did not wait for the socket to
     // go would run ahead of the closes under a burst of connections (1,500 at once on two
     // cores went 50 descriptors past the cap).
-    let permits = Arc::new(Semaphore::new(cap.max(1)));
+    let permits = Arc::new(Semaphore::new(cap));
     let open: Open = Arc::default();
     let (shutdown, shutdown_rx) = watch::channel(());
     tokio::pin!(stop);
