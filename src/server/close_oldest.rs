@@ -25,7 +25,7 @@ use axum::Router;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
-use tokio::sync::{oneshot, watch, Semaphore};
+use tokio::sync::{oneshot, watch, OwnedSemaphorePermit, Semaphore};
 
 use super::conn::max_connections;
 
@@ -43,6 +43,27 @@ pub struct Bounds {
 
 /// The open connections, oldest first: each one's number and what closes it.
 type Open = Arc<Mutex<VecDeque<(u64, oneshot::Sender<()>)>>>;
+
+/// A connection's place among the open ones. Left however its task ends (a handler's panic
+/// included: the task is dropped then, with no code after the connection run), it takes the
+/// connection out of [`Open`] and only then gives its permit back, so that no closed
+/// connection stays in the queue as "oldest", a close sent to it freeing nothing.
+struct Place {
+    open: Open,
+    id: u64,
+    _permit: OwnedSemaphorePermit,
+}
+
+impl Drop for Place {
+    fn drop(&mut self) {
+        let id = self.id;
+        self.open
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|(n, _)| *n != id);
+        // `_permit` is dropped after this body: the permit goes back last.
+    }
+}
 
 /// Serves `router` on `listener` until `stop` resolves; then stops accepting and lets each
 /// connection finish its request in flight (the caller bounds that wait).
@@ -95,8 +116,12 @@ pub async fn serve_closing_oldest(
         next += 1;
         let (close, closed) = oneshot::channel();
         open.lock().unwrap_or_else(|e| e.into_inner()).push_back((next, close));
-        let (router, open, mut shutdown) = (router.clone(), open.clone(), shutdown_rx.clone());
-        let id = next;
+        let place = Place {
+            open: open.clone(),
+            id: next,
+            _permit: permit,
+        };
+        let (router, mut shutdown) = (router.clone(), shutdown_rx.clone());
         tokio::spawn(async move {
             {
                 let mut http = hyper::server::conn::http1::Builder::new();
@@ -116,10 +141,68 @@ pub async fn serve_closing_oldest(
             }
             // The socket is closed (the connection dropped above); only now may another
             // connection take its place.
-            open.lock().unwrap_or_else(|e| e.into_inner()).retain(|(n, _)| *n != id);
-            drop(permit);
+            drop(place);
         });
     }
     drop(listener);
     drop(shutdown);
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::{Read, Write};
+    use std::net::TcpStream;
+    use std::time::Instant;
+
+    use axum::routing::get;
+
+    use super::*;
+
+    /// A connection whose handler panicked leaves the queue of the open: at the cap the oldest
+    /// one still open is closed for the next, not the dead one's entry (closing it freed
+    /// nothing, and the next waited for an idle connection's header timeout, here a minute).
+    #[test]
+    fn a_connection_whose_handler_panicked_is_not_the_oldest_at_the_cap() {
+        let rt = tokio::runtime::Runtime::new().unwrap();
+        let listener = rt.block_on(TcpListener::bind("127.0.0.1:0")).unwrap();
+        let addr = listener.local_addr().unwrap();
+        let router = Router::new()
+            .route("/panic", get(|| async { panic!("a handler's bug") as &'static str }))
+            .route("/ok", get(|| async { "ok" }));
+        let bounds = Bounds {
+            header_read_timeout: Duration::from_secs(60),
+            max_header_bytes: 64 * 1024,
+            // The smallest cap there is: 16 connections.
+            reserved: usize::MAX,
+        };
+        let (stop, stopped) = oneshot::channel::<()>();
+        rt.spawn(serve_closing_oldest(listener, router, bounds, async {
+            let _ = stopped.await;
+        }));
+        // The oldest connection's handler panics: its task ends with no answer.
+        let mut first = TcpStream::connect(addr).unwrap();
+        first.write_all(b"GET /panic HTTP/1.1\r\nHost: t\r\n\r\n").unwrap();
+        let mut rest = Vec::new();
+        assert_eq!(
+            first.read_to_end(&mut rest).unwrap_or(0),
+            0,
+            "{}",
+            String::from_utf8_lossy(&rest)
+        );
+        // Then the cap's 16 connections, each idle.
+        let idle: Vec<TcpStream> = (0..16).map(|_| TcpStream::connect(addr).unwrap()).collect();
+        std::thread::sleep(Duration::from_millis(200));
+        let asked = Instant::now();
+        let mut next = TcpStream::connect(addr).unwrap();
+        next.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        next.write_all(b"GET /ok HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
+            .unwrap();
+        let mut answer = String::new();
+        next.read_to_string(&mut answer).unwrap();
+        assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+        // Served once the oldest idle connection was closed, not after its header timeout.
+        assert!(asked.elapsed() < Duration::from_secs(20), "{:?}", asked.elapsed());
+        drop(idle);
+        let _ = stop.send(());
+    }
 }

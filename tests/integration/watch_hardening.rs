@@ -5,14 +5,15 @@
 //! second refused once its 2 seconds' wait for the lock is over, one started right after a
 //! `kill -9` of the one before starting, a FIFO refused without blocking, bytes that are not a
 //! state refused and kept); a database that accepts and then answers nothing makes `/healthz`
-//! 503; what no poll can fix is refused at the start.
+//! 503, and reports asked for and left there start one replay at a time; what no poll can fix
+//! is refused at the start.
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::Stdio;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -282,12 +283,14 @@ fn a_restart_right_after_a_kill_starts() {
     assert_eq!(code, Some(0), "{log}");
 }
 
-/// A database that accepts connections and then answers nothing (no reset).
-fn black_hole() -> (String, Arc<AtomicBool>) {
+/// A database that accepts connections and then answers nothing (no reset), and the number of
+/// connections it has accepted.
+fn black_hole() -> (String, Arc<AtomicBool>, Arc<AtomicUsize>) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     let stop = Arc::new(AtomicBool::new(false));
-    let held = stop.clone();
+    let accepted = Arc::new(AtomicUsize::new(0));
+    let (held, count) = (stop.clone(), accepted.clone());
     std::thread::spawn(move || {
         let mut open = Vec::new();
         for s in listener.incoming() {
@@ -295,17 +298,22 @@ fn black_hole() -> (String, Arc<AtomicBool>) {
                 break;
             }
             if let Ok(s) = s {
+                count.fetch_add(1, Ordering::SeqCst);
                 open.push(s);
             }
         }
     });
-    (format!("postgresql://lookout@127.0.0.1:{}/lookout", addr.port()), stop)
+    (
+        format!("postgresql://lookout@127.0.0.1:{}/lookout", addr.port()),
+        stop,
+        accepted,
+    )
 }
 
 #[test]
 fn a_database_that_answers_nothing_makes_healthz_503() {
     let home = temp_home();
-    let (dsn, _stop) = black_hole();
+    let (dsn, _stop, _) = black_hole();
     let state = state_file(home.path());
     let started = Instant::now();
     // A `--timeout` of 3 s, not the default 30 s: the same path, a tenth of the wait.
@@ -326,6 +334,46 @@ fn a_database_that_answers_nothing_makes_healthz_503() {
         m.sum("retryctl_watch_poll_errors_total", &["reason=\"connect\""]) >= 3.0
     });
     assert!(w.log().contains("answered nothing within 3s"), "{}", w.log());
+}
+
+/// `/report` replays the window with a connection of its own to Lookout. Clients that ask and
+/// leave (a scraper's timeout, or the server closing the oldest connection) must not each start
+/// one more: one replay at a time, whoever is still waiting for it.
+#[test]
+fn reports_asked_for_and_left_start_one_replay_at_a_time() {
+    let home = temp_home();
+    let (dsn, _stop, accepted) = black_hole();
+    let state = state_file(home.path());
+    // The poller's one connection (its first poll hangs for `--timeout`, the next is an hour
+    // away), then the reports'.
+    let w = Watch::start(home.path(), &dsn, &state, &["--poll", "1h", "--timeout", "60s"]);
+    let addr = w.url.trim_start_matches("http://").trim_end_matches('/').to_string();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while accepted.load(Ordering::SeqCst) < 1 {
+        assert!(
+            Instant::now() < deadline,
+            "the first poll never reached the database:\n{}",
+            w.log()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    for _ in 0..20 {
+        let mut s = TcpStream::connect(&addr).unwrap();
+        s.write_all(b"GET /report HTTP/1.1\r\nHost: watch\r\n\r\n").unwrap();
+        std::thread::sleep(Duration::from_millis(50));
+        drop(s);
+    }
+    // Room for the last report to reach the database.
+    std::thread::sleep(Duration::from_secs(1));
+    assert_eq!(
+        accepted.load(Ordering::SeqCst),
+        2,
+        "connections to the database: the poller's and one report's expected\n{}",
+        w.log()
+    );
+    // The server still answers, the replay in flight notwithstanding.
+    let (status, _) = w.get("/metrics");
+    assert_eq!(status, 200);
 }
 
 #[test]

@@ -40,7 +40,7 @@ struct App {
     shared: Arc<Shared>,
     watched: Arc<Watched>,
     /// The last report of each candidate (`None`: today's policy alone), and when it was made;
-    /// the lock makes reports one at a time.
+    /// the lock makes reports one at a time (a report's replay holds it until it ends).
     reports: Arc<tokio::sync::Mutex<Vec<Made>>>,
 }
 
@@ -133,7 +133,8 @@ async fn report(State(app): State<App>, Query(q): Query<ReportQuery>) -> Respons
         // The first candidate, or today's policy alone when there is none.
         None => (!names.is_empty()).then_some(0),
     };
-    let mut reports = app.reports.lock().await;
+    // Waiting for the lock ends with the request: nothing is started for a client that left.
+    let mut reports = app.reports.clone().lock_owned().await;
     let fresh = |made: &Instant| made.elapsed() < app.watched.flags.poll;
     if let Some((_, _, page)) = reports.iter().find(|(c, made, _)| *c == which && fresh(made)) {
         return html(page.clone());
@@ -144,28 +145,37 @@ async fn report(State(app): State<App>, Query(q): Query<ReportQuery>) -> Respons
         let p = app.shared.published.lock().unwrap_or_else(|e| e.into_inner());
         p.verdicts.get(i).map(|(_, _, words)| words.clone())
     });
-    let made = tokio::task::spawn_blocking(move || {
-        report_of(&watched, which).map(|mut page| {
-            if let Some(words) = verdict {
-                crate::output::watch::headline(&mut page, &watched.window_words, &words);
-            }
-            page
+    // The replay once started is the server's, not the request's: it holds the lock until it
+    // ends and keeps its page, whether or not its client is still there. Tied to the request,
+    // a client that closed its connection (or was closed as the oldest) dropped the lock with
+    // the replay still running and its page thrown away: each such request started one more
+    // replay with its own connection to Lookout, until the descriptors ran out and the poller
+    // could no longer reach the database.
+    let made = tokio::spawn(async move {
+        let made = tokio::task::spawn_blocking(move || {
+            report_of(&watched, which).map(|mut page| {
+                if let Some(words) = verdict {
+                    crate::output::watch::headline(&mut page, &watched.window_words, &words);
+                }
+                Arc::new(page)
+            })
         })
+        .await;
+        if let Ok(Ok(page)) = &made {
+            reports.retain(|(c, _, _)| *c != which);
+            reports.push((which, Instant::now(), page.clone()));
+        }
+        made
     })
     .await;
     match made {
-        Ok(Ok(page)) => {
-            let page = Arc::new(page);
-            reports.retain(|(c, _, _)| *c != which);
-            reports.push((which, Instant::now(), page.clone()));
-            html(page)
-        }
-        Ok(Err(e)) => (
+        Ok(Ok(Ok(page))) => html(page),
+        Ok(Ok(Err(e))) => (
             StatusCode::SERVICE_UNAVAILABLE,
             format!("the report could not be made: {e:#}\n"),
         )
             .into_response(),
-        Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, format!("the report failed: {e}\n")).into_response(),
+        Ok(Err(e)) | Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, format!("the report failed: {e}\n")).into_response(),
     }
 }
 
