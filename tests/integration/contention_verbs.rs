@@ -500,7 +500,7 @@ fn tune_says_each_candidates_contention_as_simulate_does() {
 }
 
 /// Past 100 candidates, the default leaves the section to be asked for, and says so: every
-/// candidate's retries and waits would be sorted on disk. `--contention on` computes it.
+/// candidate is a sweep of its own over the history's retries and waits. `--contention on` computes it.
 #[test]
 fn tune_past_a_hundred_candidates_says_the_section_waits_for_contention_on() {
     let dir = tempfile::tempdir().unwrap();
@@ -522,7 +522,7 @@ fn tune_past_a_hundred_candidates_says_the_section_waits_for_contention_on() {
     let (code, stdout, all) = run(&[&search[..], &["-o", "json"]].concat());
     assert_eq!(code, 0, "{all}");
     assert!(
-        all.contains("note: contention: not computed for 101 candidates (more than 100: each one's retries and waits would be sorted on disk); pass --contention on to compute it\n"),
+        all.contains("note: contention: not computed for 101 candidates (more than 100: each one is a sweep of its own over the history's retries and waits); pass --contention on to compute it\n"),
         "{all}"
     );
     let tuned: Value = serde_json::from_str(&stdout).unwrap();

@@ -109,16 +109,16 @@ fn bounded(varies: &[Vary], max_candidates: u64) -> Result<u128, CliError> {
     Ok(n)
 }
 
-/// `--contention auto` over many candidates: every candidate's retries and waits go through
-/// the one sort, whose temporary file grows with candidates × the history's edges (a
-/// thousand candidates over a million edges: about 45 GB), so past this many the section
+/// `--contention auto` over many candidates: the events are sorted once for all of them, but
+/// each candidate that starts different runs is a sweep of its own over them (a thousand
+/// candidates over a million edges: a thousand million steps), so past this many the section
 /// waits to be asked for (docs/contention.md "Cost"). Said, never silently left out.
 fn contention_bound(ctx: &mut Context, args: &TuneArgs, sides: &mut Sides, n: u128) -> anyhow::Result<()> {
     if args.replay.contention == ContentionArg::Auto && sides.spec.contention && n > AUTO_CONTENTION_CANDIDATES {
         sides.spec.contention = false;
         writeln!(
             ctx.err,
-            "note: contention: not computed for {n} candidates (more than {AUTO_CONTENTION_CANDIDATES}: each one's retries and waits would be sorted on disk); pass --contention on to compute it"
+            "note: contention: not computed for {n} candidates (more than {AUTO_CONTENTION_CANDIDATES}: each one is a sweep of its own over the history's retries and waits); pass --contention on to compute it"
         )?;
     }
     Ok(())

@@ -7,9 +7,14 @@
 //!
 //! Sums are nanoseconds × thousandths of a device in 128 bits, added exactly in any order.
 //! The overlap of a stretch, `min(R_p, Q_p) × dt`, is split among the waiting queues by
-//! `Q_p^q / Q_p` and among the retrying queues by `R_p^q / R_p` in whole units: each share
-//! rounded down, and the units left over (fewer than the queues) given to the largest
-//! remainders (ties: the queue met first), so that every split adds back to the total.
+//! `Q_p^q / Q_p` and among the retrying queues by `R_p^q / R_p`. Not stretch by stretch: that
+//! took a step for every queue present in the pool at each stretch (a pool where 1,000 queues
+//! wait made the section 38× `--contention off`). Each pool keeps instead, per side,
+//! `∫ min(R_p, Q_p) / Q_p dt` (and `/ R_p`) to 2^-64 of a nanosecond, and a queue's share is
+//! its request × what that integral gained since the queue's own request last changed: a
+//! step per change of a queue's request. Each share is rounded down once, at the end, and the
+//! units left over given to the largest remainders (ties: the queue met first), so that every
+//! split adds back to the total exactly.
 //!
 //! Owns: [`Sweep`], [`Tally`], [`Sums`]. Pure. Must not: read, sort or store events (the
 //! caller hands them in time order), or convert to hours (that is [`super::side`]'s).
@@ -56,6 +61,9 @@ struct Share {
     /// Waiting jobs of the queue that request a GPU, a CPU (a retry's: unused).
     gpu_jobs: u64,
     cpu_jobs: u64,
+    /// The pool's [`Level::ratio`] of this side (GPU's, CPU's) when the share last changed:
+    /// its share of the overlap since then is its request × what the ratio gained.
+    mark: [u128; 2],
 }
 
 /// One resource's totals in a pool.
@@ -69,6 +77,10 @@ struct Level {
     waiting_jobs: u64,
     /// The requests of retries whose own job waits in the pool now.
     own: u64,
+    /// `∫ min(R_p, Q_p) / Q_p dt` (the waiting side's) and `∫ min(R_p, Q_p) / R_p dt` (the
+    /// retrying side's) over the stretches split by share, in nanoseconds × 2^-64, wrapping
+    /// (only what one gains between two marks is read).
+    ratio: [u128; 2],
 }
 
 /// What waits and runs in one pool now.
@@ -77,6 +89,10 @@ struct Pool {
     since: i64,
     waiting: Vec<Share>,
     retrying: Vec<Share>,
+    /// Where each queue's share is in `waiting` and `retrying`, by queue number (its place
+    /// + 1; 0: none), so that a change finds its share in one step however many queues wait.
+    waiting_at: Vec<u32>,
+    retrying_at: Vec<u32>,
     gpu: Level,
     cpu: Level,
     /// GPU's and CPU's.
@@ -115,8 +131,9 @@ pub struct Sweep<'w> {
     /// figure's name passed at each of a dozen additions an event made the sweep a third
     /// slower).
     overflowed: u16,
-    /// Scratch for the splits.
-    remainders: Vec<(u128, u32)>,
+    /// What each queue's split holds below a unit, in 2^-64 of one: GPU's and CPU's, the
+    /// waiting split's and the retrying split's.
+    carry: [[Vec<u64>; 2]; 2],
 }
 
 impl<'w> Sweep<'w> {
@@ -128,7 +145,7 @@ impl<'w> Sweep<'w> {
             gpu: Sums::default(),
             cpu: Sums::default(),
             overflowed: 0,
-            remainders: Vec::new(),
+            carry: Default::default(),
         }
     }
 
@@ -147,7 +164,27 @@ impl<'w> Sweep<'w> {
                 signed(u64::from(e.gpu > 0), c.wait),
                 signed(u64::from(e.cpu > 0), c.wait),
             );
-            change(&mut pool.waiting, e.queue, (gpu, cpu), jobs);
+            let ratios = [pool.gpu.ratio[WAITING], pool.cpu.ratio[WAITING]];
+            let (gpu_into, cpu_into) = (
+                &mut self.gpu.overlap_by_waiting_queue,
+                &mut self.cpu.overlap_by_waiting_queue,
+            );
+            let [gpu_carry, cpu_carry] = &mut self.carry;
+            let over = &mut self.overflowed;
+            let accrue = |s: &Share| {
+                let (gpu_carry, cpu_carry) = (&mut gpu_carry[WAITING], &mut cpu_carry[WAITING]);
+                Split::new(gpu_into, gpu_carry, ratios[0]).accrue(s, 0, over);
+                Split::new(cpu_into, cpu_carry, ratios[1]).accrue(s, 1, over);
+            };
+            change(
+                &mut pool.waiting,
+                &mut pool.waiting_at,
+                e.queue,
+                (gpu, cpu),
+                jobs,
+                ratios,
+                accrue,
+            );
             pool.gpu.waiting = pool.gpu.waiting.wrapping_add(gpu);
             pool.cpu.waiting = pool.cpu.waiting.wrapping_add(cpu);
             pool.gpu.waiting_jobs = pool.gpu.waiting_jobs.wrapping_add(jobs.0);
@@ -155,7 +192,27 @@ impl<'w> Sweep<'w> {
         }
         if c.retry != 0 {
             let (gpu, cpu) = (signed(e.gpu, c.retry), signed(e.cpu, c.retry));
-            change(&mut pool.retrying, e.queue, (gpu, cpu), (0, 0));
+            let ratios = [pool.gpu.ratio[RETRYING], pool.cpu.ratio[RETRYING]];
+            let (gpu_into, cpu_into) = (
+                &mut self.gpu.overlap_by_retrying_queue,
+                &mut self.cpu.overlap_by_retrying_queue,
+            );
+            let [gpu_carry, cpu_carry] = &mut self.carry;
+            let over = &mut self.overflowed;
+            let accrue = |s: &Share| {
+                let (gpu_carry, cpu_carry) = (&mut gpu_carry[RETRYING], &mut cpu_carry[RETRYING]);
+                Split::new(gpu_into, gpu_carry, ratios[0]).accrue(s, 0, over);
+                Split::new(cpu_into, cpu_carry, ratios[1]).accrue(s, 1, over);
+            };
+            change(
+                &mut pool.retrying,
+                &mut pool.retrying_at,
+                e.queue,
+                (gpu, cpu),
+                (0, 0),
+                ratios,
+                accrue,
+            );
             pool.gpu.retrying = pool.gpu.retrying.wrapping_add(gpu);
             pool.cpu.retrying = pool.cpu.retrying.wrapping_add(cpu);
             if e.after_failed.is_some_and(|t| self.windows.contains(t)) {
@@ -183,6 +240,9 @@ impl<'w> Sweep<'w> {
             sums.overlap_by_waiting_queue.resize(queues, 0);
             sums.overlap_by_retrying_queue.resize(queues, 0);
         }
+        for carry in self.carry.iter_mut().flatten() {
+            carry.resize(queues, 0);
+        }
     }
 
     /// Adds pool `at`'s stretch from its last event to `now`.
@@ -195,25 +255,48 @@ impl<'w> Sweep<'w> {
         // Exact: the step between two 64-bit times fits 64 bits unsigned.
         let dt = now.wrapping_sub(since) as u64;
         let over = &mut self.overflowed;
-        let rem = &mut self.remainders;
-        settle_resource(pool, true, dt, at, &mut self.gpu, over, rem);
-        settle_resource(pool, false, dt, at, &mut self.cpu, over, rem);
+        settle_resource(pool, true, dt, at, &mut self.gpu, over);
+        settle_resource(pool, false, dt, at, &mut self.cpu, over);
     }
 
     /// The sums, once every event is in; `counts` and `names` are the caller's.
     pub fn finish(mut self, counts: Counts, names: Names) -> Tally {
+        let over = &mut self.overflowed;
         for pool in &mut self.pools {
             let [gpu, cpu] = &mut pool.pending;
-            gpu.flush(&mut self.gpu, &mut self.overflowed);
-            cpu.flush(&mut self.cpu, &mut self.overflowed);
+            gpu.flush(&mut self.gpu, over);
+            cpu.flush(&mut self.cpu, over);
+            // Each share's part since its last change.
+            for (side, shares) in [(WAITING, &pool.waiting), (RETRYING, &pool.retrying)] {
+                for (r, (sums, level)) in [(&mut self.gpu, &pool.gpu), (&mut self.cpu, &pool.cpu)]
+                    .into_iter()
+                    .enumerate()
+                {
+                    let into = match side {
+                        WAITING => &mut sums.overlap_by_waiting_queue,
+                        _ => &mut sums.overlap_by_retrying_queue,
+                    };
+                    let mut split = Split {
+                        into,
+                        carry: &mut self.carry[r][side],
+                        ratio: level.ratio[side],
+                    };
+                    for s in shares {
+                        split.accrue(s, r, over);
+                    }
+                }
+            }
         }
-        // The whole overlap is its pools' (added up here, not at each stretch).
-        for sums in [&mut self.gpu, &mut self.cpu] {
+        // The whole overlap is its pools' (added up here, not at each stretch); each split's
+        // units left below it go to the largest remainders.
+        for (sums, [waiting, retrying]) in [&mut self.gpu, &mut self.cpu].into_iter().zip(&self.carry) {
             let mut overlap = 0;
             for &n in &sums.overlap_by_pool {
                 add(&mut overlap, n, &mut self.overflowed, 5);
             }
             sums.overlap = overlap;
+            round(overlap, &mut sums.overlap_by_waiting_queue, waiting);
+            round(overlap, &mut sums.overlap_by_retrying_queue, retrying);
         }
         let overflow = (0..FIGURES.len())
             .find(|&i| self.overflowed & (1 << i) != 0)
@@ -258,15 +341,7 @@ fn add(sum: &mut u128, n: u128, over: &mut u16, figure: usize) {
 /// One resource's stretch of `dt` in pool `at` (GPU's when `gpu`, else CPU's) added to
 /// `sums`.
 #[inline(always)]
-fn settle_resource(
-    pool: &mut Pool,
-    gpu: bool,
-    dt: u64,
-    at: usize,
-    sums: &mut Sums,
-    over: &mut u16,
-    remainders: &mut Vec<(u128, u32)>,
-) {
+fn settle_resource(pool: &mut Pool, gpu: bool, dt: u64, at: usize, sums: &mut Sums, over: &mut u16) {
     let Pool {
         waiting: waiting_shares,
         retrying: retrying_shares,
@@ -275,7 +350,7 @@ fn settle_resource(
         pending: [gpu_pending, cpu_pending],
         ..
     } = pool;
-    let (level, by, pending): (&Level, fn(&Share) -> u64, &mut Pending) = if gpu {
+    let (level, by, pending): (&mut Level, fn(&Share) -> u64, &mut Pending) = if gpu {
         (gpu_level, |s| s.gpu, gpu_pending)
     } else {
         (cpu_level, |s| s.cpu, cpu_pending)
@@ -326,51 +401,85 @@ fn settle_resource(
             return;
         }
     }
-    let stretch = Stretch { least, overlap, dt };
-    let (by_waiting, by_retrying) = (&mut sums.overlap_by_waiting_queue, &mut sums.overlap_by_retrying_queue);
-    split_side(waiting_shares, waiting, stretch, by, by_waiting, over, remainders);
-    split_side(retrying_shares, retrying, stretch, by, by_retrying, over, remainders);
+    // Otherwise each side's queues take their shares when their requests change (`change`)
+    // or at the end: what the ratio gains here, times their requests.
+    level.ratio[WAITING] = level.ratio[WAITING].wrapping_add(ratio(dt, least, waiting));
+    level.ratio[RETRYING] = level.ratio[RETRYING].wrapping_add(ratio(dt, least, retrying));
 }
 
-/// A stretch's overlap (`least` × `dt`), as each side's split takes it.
-#[derive(Clone, Copy)]
-struct Stretch {
-    least: u64,
-    overlap: u128,
-    dt: u64,
-}
+/// The sides of a pool's shares, as [`Level::ratio`] and [`Sweep`]'s carries index them.
+const WAITING: usize = 0;
+const RETRYING: usize = 1;
 
-/// A stretch's overlap split among one side's queues (`shares`, whose requests add up to
-/// `whole`) into `into`, by queue.
+/// `dt × least / whole` (`least` ≤ `whole`, `whole` > 0) in nanoseconds × 2^-64, rounded down:
+/// exact when `least` is all of `whole` (the usual case of the side that is the smaller).
 #[inline(always)]
-fn split_side(
-    shares: &[Share],
-    whole: u64,
-    stretch: Stretch,
-    by: fn(&Share) -> u64,
-    into: &mut [u128],
-    over: &mut u16,
-    remainders: &mut Vec<(u128, u32)>,
-) {
-    // One queue holds all of the side (the usual case in a pool): all of the overlap,
-    // whichever way the split goes.
-    if let [s] = shares {
-        if by(s) == whole {
-            add(&mut into[s.queue as usize], stretch.overlap, over, 7);
+fn ratio(dt: u64, least: u64, whole: u64) -> u128 {
+    if least == whole {
+        return u128::from(dt) << 64;
+    }
+    let (q, r) = div_rem(u128::from(dt) * u128::from(least), u128::from(whole));
+    // q ≤ dt < 2^64, r < whole < 2^64: neither passes 128 bits shifted.
+    (q << 64) + (r << 64) / u128::from(whole)
+}
+
+/// One side's split of one resource, as a share's change adds to it: the queues' whole units,
+/// their carries below a unit, and the pool's ratio now.
+struct Split<'a> {
+    into: &'a mut [u128],
+    carry: &'a mut [u64],
+    ratio: u128,
+}
+
+impl<'a> Split<'a> {
+    #[inline(always)]
+    fn new(into: &'a mut [u128], carry: &'a mut [u64], ratio: u128) -> Split<'a> {
+        Split { into, carry, ratio }
+    }
+
+    /// Share `s`'s part since its mark (resource `r`: 0 GPU, 1 CPU): its request × what the
+    /// ratio gained, in whole units to its queue and the rest to its carry.
+    #[inline(always)]
+    fn accrue(&mut self, s: &Share, r: usize, over: &mut u16) {
+        let request = if r == 0 { s.gpu } else { s.cpu };
+        let gained = self.ratio.wrapping_sub(s.mark[r]);
+        if request == 0 || gained == 0 {
             return;
         }
+        let request = u128::from(request);
+        // request × gained without passing 128 bits: its whole nanoseconds and its fraction
+        // apart.
+        let low = request * u128::from(gained as u64);
+        let mut units = request * (gained >> 64) + (low >> 64);
+        let q = s.queue as usize;
+        let (carry, past) = self.carry[q].overflowing_add(low as u64);
+        self.carry[q] = carry;
+        units += u128::from(past);
+        add(&mut self.into[q], units, over, 7);
     }
-    if whole == stretch.least {
-        // The side the overlap is whole of: each queue's share is its request × dt, exactly
-        // what the split gives, without dividing.
-        for s in shares {
-            let n = u128::from(by(s)) * u128::from(stretch.dt);
-            if n > 0 {
-                add(&mut into[s.queue as usize], n, over, 7);
-            }
+}
+
+/// A split's units left below `total` (its shares rounded down) given one each to the queues
+/// of the largest carries, ties to the queue numbered first, so that it adds back to `total`.
+fn round(total: u128, into: &mut [u128], carry: &[u64]) {
+    let given = into.iter().fold(0u128, |a, &n| a.saturating_add(n));
+    let mut left = total.saturating_sub(given);
+    if left == 0 {
+        return;
+    }
+    let mut order: Vec<usize> = (0..into.len()).filter(|&q| carry[q] > 0).collect();
+    order.sort_unstable_by(|&a, &b| carry[b].cmp(&carry[a]).then(a.cmp(&b)));
+    for &q in &order {
+        if left == 0 {
+            return;
         }
-    } else {
-        split(stretch.overlap, shares, whole, by, into, remainders);
+        into[q] += 1;
+        left -= 1;
+    }
+    // More units left than queues with a remainder: only past 2^64 stretches' roundings; the
+    // rest to the first of them, so that the split still adds back.
+    if let Some(&q) = order.first() {
+        into[q] = into[q].saturating_add(left);
     }
 }
 
@@ -388,90 +497,57 @@ fn signed(request: u64, d: i8) -> u64 {
 }
 
 /// A queue's share in a pool changed by `requests` and `jobs` (GPU's and CPU's, each
-/// [`signed`]); a share that falls to nothing is dropped, so the list holds only the queues
-/// present.
+/// [`signed`]), its part of the overlap so far first handed to `accrue` (`ratios`: the pool's
+/// now, GPU's and CPU's, of the share's side); a share
+/// that falls to nothing is dropped, so the list holds only the queues present. `at` says
+/// where each queue's share is (its place + 1).
 #[inline(always)]
-fn change(shares: &mut Vec<Share>, queue: u32, requests: (u64, u64), jobs: (u64, u64)) {
-    // Most pools hold one queue: the first share is checked before the search (the search
-    // alone took 7 M more instructions on 40,000 jobs of one queue: BENCHMARKS.md).
-    let found = if shares.first().is_some_and(|s| s.queue == queue) {
-        Some(0)
+fn change(
+    shares: &mut Vec<Share>,
+    at: &mut Vec<u32>,
+    queue: u32,
+    requests: (u64, u64),
+    jobs: (u64, u64),
+    ratios: [u128; 2],
+    accrue: impl FnOnce(&Share),
+) {
+    let q = queue as usize;
+    // Most pools hold one queue: the first share is checked before the index (BENCHMARKS.md).
+    let place = if shares.first().is_some_and(|s| s.queue == queue) {
+        0
     } else {
-        shares.iter().position(|s| s.queue == queue)
-    };
-    let at = match found {
-        Some(at) => at,
-        None => {
-            shares.push(Share {
-                queue,
-                ..Share::default()
-            });
-            shares.len() - 1
+        if at.len() <= q {
+            at.resize(q + 1, 0);
+        }
+        match at[q] {
+            0 => {
+                shares.push(Share {
+                    queue,
+                    mark: ratios,
+                    ..Share::default()
+                });
+                at[q] = shares.len() as u32;
+                shares.len() - 1
+            }
+            n => n as usize - 1,
         }
     };
-    let s = &mut shares[at];
+    let s = &mut shares[place];
+    // Its part since its last change, where a stretch since was split by share (a pool that
+    // only ever held one queue a side never is: its overlap went to the two whole).
+    if s.mark != ratios {
+        accrue(s);
+        s.mark = ratios;
+    }
     s.gpu = s.gpu.wrapping_add(requests.0);
     s.cpu = s.cpu.wrapping_add(requests.1);
     s.gpu_jobs = s.gpu_jobs.wrapping_add(jobs.0);
     s.cpu_jobs = s.cpu_jobs.wrapping_add(jobs.1);
     if s.gpu | s.cpu | s.gpu_jobs | s.cpu_jobs == 0 {
-        shares.swap_remove(at);
-    }
-}
-
-/// `total` split among `shares` by `by(share) / whole` into `into` (by queue, with room for
-/// each: `Sweep::grow`), in whole units that add back to `total`: each share rounded down, the
-/// units left given to the largest remainders, ties to the queue numbered first.
-fn split(
-    total: u128,
-    shares: &[Share],
-    whole: u64,
-    by: impl Fn(&Share) -> u64,
-    into: &mut [u128],
-    remainders: &mut Vec<(u128, u32)>,
-) {
-    let whole = u128::from(whole);
-    if whole == 0 {
-        return;
-    }
-    remainders.clear();
-    let (quotient, rest) = div_rem(total, whole);
-    let mut given = 0u128;
-    for s in shares {
-        let w = u128::from(by(s));
-        if w == 0 {
-            continue;
-        }
-        // total × w / whole without passing 128 bits: (q·whole + r) × w / whole.
-        let (part, remainder) = div_rem(rest * w, whole);
-        let part = quotient * w + part;
-        let sum = &mut into[s.queue as usize];
-        *sum = sum.saturating_add(part);
-        given += part;
-        remainders.push((remainder, s.queue));
-    }
-    let left = total.saturating_sub(given);
-    if left == 0 {
-        return;
-    }
-    // The units left (fewer than the queues) to the largest remainders, ties to the queue
-    // numbered first: the first `left` in that order, found among a few queues by taking the
-    // largest in turn (a sort of a handful of entries at each stretch cost more than the
-    // split), among many by sorting.
-    let order = |a: &(u128, u32), b: &(u128, u32)| b.0.cmp(&a.0).then(a.1.cmp(&b.1));
-    let left = usize::try_from(left).unwrap_or(usize::MAX).min(remainders.len());
-    if remainders.len() <= 8 {
-        for _ in 0..left {
-            let first = (0..remainders.len()).min_by(|&i, &j| order(&remainders[i], &remainders[j]));
-            if let Some(first) = first {
-                let (_, queue) = remainders.swap_remove(first);
-                into[queue as usize] = into[queue as usize].saturating_add(1);
-            }
-        }
-    } else {
-        remainders.sort_unstable_by(order);
-        for &(_, queue) in &remainders[..left] {
-            into[queue as usize] = into[queue as usize].saturating_add(1);
+        shares.swap_remove(place);
+        at[q] = 0;
+        if let Some(moved) = shares.get(place) {
+            at[moved.queue as usize] = place as u32 + 1;
         }
     }
 }
@@ -491,19 +567,27 @@ fn div_rem(n: u128, d: u128) -> (u128, u128) {
 mod tests {
     use super::*;
 
-    /// `total` split among queues of GPU requests `(queue, request)`, by queue.
-    fn split_of(total: u128, requests: &[(u32, u64)]) -> Vec<u128> {
-        let shares: Vec<Share> = requests
-            .iter()
-            .map(|&(queue, gpu)| Share {
+    /// `total` split among queues of GPU requests `(queue, request)` that all waited `dt`
+    /// while `least` of their requests overlapped retries: each share accrued from the ratio,
+    /// then rounded.
+    fn split_of(total: u128, dt: u64, least: u64, requests: &[(u32, u64)]) -> Vec<u128> {
+        let whole = requests.iter().map(|r| r.1).sum();
+        let mut into = vec![0; requests.len()];
+        let mut carry = vec![0; requests.len()];
+        let mut split = Split {
+            into: &mut into,
+            carry: &mut carry,
+            ratio: ratio(dt, least, whole),
+        };
+        for &(queue, gpu) in requests {
+            let share = Share {
                 queue,
                 gpu,
                 ..Share::default()
-            })
-            .collect();
-        let whole = shares.iter().map(|s| s.gpu).sum();
-        let mut into = vec![0; requests.len()];
-        split(total, &shares, whole, |s| s.gpu, &mut into, &mut Vec::new());
+            };
+            split.accrue(&share, 0, &mut 0);
+        }
+        round(total, &mut into, &carry);
         into
     }
 
@@ -513,16 +597,47 @@ mod tests {
     #[test]
     fn the_units_left_go_to_the_largest_remainders_ties_to_the_queue_numbered_first() {
         // 10 among three equal shares: 3 each, the unit left to queue 0 (listed last).
-        assert_eq!(split_of(10, &[(2, 1), (1, 1), (0, 1)]), [4, 3, 3]);
+        assert_eq!(split_of(10, 10, 1, &[(2, 1), (1, 1), (0, 1)]), [4, 3, 3]);
         // 10 by 1 and 2 of 3 (3.33 and 6.67): the unit to the larger remainder.
-        assert_eq!(split_of(10, &[(0, 1), (1, 2)]), [3, 7]);
+        assert_eq!(split_of(10, 10, 1, &[(0, 1), (1, 2)]), [3, 7]);
         // 12 among five equal shares: 2 each, the 2 units left to queues 0 and 1.
-        assert_eq!(split_of(12, &[(4, 1), (3, 1), (2, 1), (1, 1), (0, 1)]), [3, 3, 2, 2, 2]);
+        assert_eq!(
+            split_of(12, 12, 1, &[(4, 1), (3, 1), (2, 1), (1, 1), (0, 1)]),
+            [3, 3, 2, 2, 2]
+        );
         // 25 among ten equal shares: 2 each, the 5 left to queues 0 to 4.
         let ten: Vec<(u32, u64)> = (0..10).rev().map(|q| (q, 1)).collect();
-        assert_eq!(split_of(25, &ten), [3, 3, 3, 3, 3, 2, 2, 2, 2, 2]);
-        // Past 64 bits: 2^100 + 1 between two equal shares.
-        let half = 1u128 << 99;
-        assert_eq!(split_of((1 << 100) + 1, &[(1, 1), (0, 1)]), [half + 1, half]);
+        assert_eq!(split_of(25, 25, 1, &ten), [3, 3, 3, 3, 3, 2, 2, 2, 2, 2]);
+        // Whole: each share its request × dt exactly, nothing left.
+        assert_eq!(split_of(21, 7, 3, &[(0, 1), (1, 2)]), [7, 14]);
+        // Past 64 bits: 2^63 ns of a request of 2^40 between two equal shares of 2^39.
+        let (dt, least) = (1u64 << 63, 1u64 << 40);
+        let total = u128::from(dt) * u128::from(least);
+        assert_eq!(
+            split_of(total, dt, least, &[(1, 1 << 39), (0, 1 << 39)]),
+            [total / 2, total / 2]
+        );
+    }
+
+    /// A share's part accrues across stretches of different ratios exactly: a third, then a
+    /// half, of 6 ns each, for a request of 6: 12 + 18 units.
+    #[test]
+    fn a_share_accrues_across_stretches_of_different_ratios() {
+        let mut into = vec![0u128];
+        let mut carry = vec![0u64];
+        let gained = ratio(6, 1, 3).wrapping_add(ratio(6, 1, 2));
+        let mut split = Split {
+            into: &mut into,
+            carry: &mut carry,
+            ratio: gained,
+        };
+        let share = Share {
+            queue: 0,
+            gpu: 6,
+            ..Share::default()
+        };
+        split.accrue(&share, 0, &mut 0);
+        round(30, &mut into, &carry);
+        assert_eq!(into, [30]);
     }
 }
