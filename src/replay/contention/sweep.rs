@@ -164,27 +164,8 @@ impl<'w> Sweep<'w> {
                 signed(u64::from(e.gpu > 0), c.wait),
                 signed(u64::from(e.cpu > 0), c.wait),
             );
-            let ratios = [pool.gpu.ratio[WAITING], pool.cpu.ratio[WAITING]];
-            let (gpu_into, cpu_into) = (
-                &mut self.gpu.overlap_by_waiting_queue,
-                &mut self.cpu.overlap_by_waiting_queue,
-            );
-            let [gpu_carry, cpu_carry] = &mut self.carry;
-            let over = &mut self.overflowed;
-            let accrue = |s: &Share| {
-                let (gpu_carry, cpu_carry) = (&mut gpu_carry[WAITING], &mut cpu_carry[WAITING]);
-                Split::new(gpu_into, gpu_carry, ratios[0]).accrue(s, 0, over);
-                Split::new(cpu_into, cpu_carry, ratios[1]).accrue(s, 1, over);
-            };
-            change(
-                &mut pool.waiting,
-                &mut pool.waiting_at,
-                e.queue,
-                (gpu, cpu),
-                jobs,
-                ratios,
-                accrue,
-            );
+            let (sums, carry, over) = ([&mut self.gpu, &mut self.cpu], &mut self.carry, &mut self.overflowed);
+            change_side(pool, WAITING, e.queue, (gpu, cpu), jobs, sums, carry, over);
             pool.gpu.waiting = pool.gpu.waiting.wrapping_add(gpu);
             pool.cpu.waiting = pool.cpu.waiting.wrapping_add(cpu);
             pool.gpu.waiting_jobs = pool.gpu.waiting_jobs.wrapping_add(jobs.0);
@@ -192,27 +173,8 @@ impl<'w> Sweep<'w> {
         }
         if c.retry != 0 {
             let (gpu, cpu) = (signed(e.gpu, c.retry), signed(e.cpu, c.retry));
-            let ratios = [pool.gpu.ratio[RETRYING], pool.cpu.ratio[RETRYING]];
-            let (gpu_into, cpu_into) = (
-                &mut self.gpu.overlap_by_retrying_queue,
-                &mut self.cpu.overlap_by_retrying_queue,
-            );
-            let [gpu_carry, cpu_carry] = &mut self.carry;
-            let over = &mut self.overflowed;
-            let accrue = |s: &Share| {
-                let (gpu_carry, cpu_carry) = (&mut gpu_carry[RETRYING], &mut cpu_carry[RETRYING]);
-                Split::new(gpu_into, gpu_carry, ratios[0]).accrue(s, 0, over);
-                Split::new(cpu_into, cpu_carry, ratios[1]).accrue(s, 1, over);
-            };
-            change(
-                &mut pool.retrying,
-                &mut pool.retrying_at,
-                e.queue,
-                (gpu, cpu),
-                (0, 0),
-                ratios,
-                accrue,
-            );
+            let (sums, carry, over) = ([&mut self.gpu, &mut self.cpu], &mut self.carry, &mut self.overflowed);
+            change_side(pool, RETRYING, e.queue, (gpu, cpu), (0, 0), sums, carry, over);
             pool.gpu.retrying = pool.gpu.retrying.wrapping_add(gpu);
             pool.cpu.retrying = pool.cpu.retrying.wrapping_add(cpu);
             if e.after_failed.is_some_and(|t| self.windows.contains(t)) {
@@ -272,15 +234,7 @@ impl<'w> Sweep<'w> {
                     .into_iter()
                     .enumerate()
                 {
-                    let into = match side {
-                        WAITING => &mut sums.overlap_by_waiting_queue,
-                        _ => &mut sums.overlap_by_retrying_queue,
-                    };
-                    let mut split = Split {
-                        into,
-                        carry: &mut self.carry[r][side],
-                        ratio: level.ratio[side],
-                    };
+                    let mut split = Split::new(split_of(sums, side), &mut self.carry[r][side], level.ratio[side]);
                     for s in shares {
                         split.accrue(s, r, over);
                     }
@@ -494,6 +448,45 @@ fn signed(request: u64, d: i8) -> u64 {
     } else {
         request.wrapping_neg()
     }
+}
+
+/// One side's split of `sums` by queue (`side`: [`WAITING`] or [`RETRYING`]).
+#[inline(always)]
+fn split_of(sums: &mut Sums, side: usize) -> &mut Vec<u128> {
+    if side == WAITING {
+        &mut sums.overlap_by_waiting_queue
+    } else {
+        &mut sums.overlap_by_retrying_queue
+    }
+}
+
+/// Queue `queue`'s share on `side` of `pool` changed ([`change`]), its part so far added to
+/// that side's splits of `sums` (GPU's, CPU's) and `carry`.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn change_side(
+    pool: &mut Pool,
+    side: usize,
+    queue: u32,
+    requests: (u64, u64),
+    jobs: (u64, u64),
+    sums: [&mut Sums; 2],
+    carry: &mut [[Vec<u64>; 2]; 2],
+    over: &mut u16,
+) {
+    let ratios = [pool.gpu.ratio[side], pool.cpu.ratio[side]];
+    let (shares, at) = if side == WAITING {
+        (&mut pool.waiting, &mut pool.waiting_at)
+    } else {
+        (&mut pool.retrying, &mut pool.retrying_at)
+    };
+    let [gpu_sums, cpu_sums] = sums;
+    let [gpu_carry, cpu_carry] = carry;
+    let accrue = |s: &Share| {
+        Split::new(split_of(gpu_sums, side), &mut gpu_carry[side], ratios[0]).accrue(s, 0, over);
+        Split::new(split_of(cpu_sums, side), &mut cpu_carry[side], ratios[1]).accrue(s, 1, over);
+    };
+    change(shares, at, queue, requests, jobs, ratios, accrue);
 }
 
 /// A queue's share in a pool changed by `requests` and `jobs` (GPU's and CPU's, each
