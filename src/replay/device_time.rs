@@ -15,6 +15,10 @@ pub struct Overflow {
     pub job: String,
 }
 
+/// The figure of an [`Overflow`] of the contention section's requests at once (docs/contention.md):
+/// a pool's waiting or retrying requests are kept in 64 bits, not its device time in 128.
+pub const REQUESTS_AT_ONCE: &str = "requests waiting or retrying at once in a pool";
+
 impl Overflow {
     /// The error a command gives for it (exit 3).
     pub fn message(&self) -> String {
@@ -23,6 +27,14 @@ impl Overflow {
         } else {
             format!("job `{}`: ", self.job)
         };
+        if self.figure == REQUESTS_AT_ONCE {
+            return format!(
+                "{at}the {} can pass {} thousandths of a device (2^64 − 1), the most the contention \
+                 section adds up; check the history's `resources`, or pass --contention off",
+                self.figure,
+                u64::MAX
+            );
+        }
         format!(
             "{at}the {} passes {} nanoseconds × thousandths of a device (2^128 − 1), the most retryctl can add up; \
              check the history's `runFor` and `resources`",

@@ -728,7 +728,10 @@ impl<'s> SweepFold<'s> {
             a.comparison.contention_sharded = options.contention_sharded;
         }
         if let Some((c, set_of)) = contention {
-            let mut sides = c.finish(seen.as_ref())?;
+            let mut sides = match c.finish(seen.as_ref())? {
+                Ok(sides) => sides,
+                Err(o) => return Ok(Err(NoAnswer::Overflow(o))),
+            };
             let recorded = sides.pop().unwrap_or_default();
             let bases = sides.split_off(arms.min(sides.len()));
             // Each candidate against its own settings group's baseline, as `simulate

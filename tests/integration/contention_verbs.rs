@@ -552,3 +552,72 @@ fn tune_past_a_hundred_candidates_says_the_section_waits_for_contention_on() {
     assert_eq!(code, 0, "{all}");
     assert!(!all.contains("not computed"), "{all}");
 }
+
+/// Requests past what a pool's sums hold at once (2^64 − 1 thousandths of a device: 2,100 jobs
+/// of 9,007,199,254,740 GPUs each, the most a quantity reads as, all waiting at once) are
+/// refused by every verb with the section, exit 3 and the same words, rather than summed wrong (the sums wrapped
+/// and said 468,374,361,244,448 GPU-hours waited where the compute line said
+/// 18,915,118,434,954,000); `--contention off` replays them.
+#[test]
+fn requests_past_what_a_pool_holds_at_once_are_refused_not_summed_wrong() {
+    let dir = tempfile::tempdir().unwrap();
+    let h = dir.path().join("absurd.jsonl");
+    let jobs: String = (0..2100)
+        .map(|i| {
+            format!(
+                "{{\"job\":{{\"id\":\"j{i}\",\"queue\":\"ml\",\"submittedAt\":\"2026-11-16T10:00:00Z\",\
+                 \"resources\":{{\"gpu\":\"9007199254740\"}}}},\"runs\":[{{\"pool\":\"a\",\"queuedFor\":\"1h\",\
+                 \"runFor\":\"1h\",\"outcome\":\"succeeded\"}}]}}\n"
+            )
+        })
+        .collect();
+    fs::write(&h, jobs).unwrap();
+    let (_, retries, none) = files(dir.path());
+    let h = h.to_str().unwrap();
+    let refused = "error: the requests waiting or retrying at once in a pool can pass 18446744073709551615 \
+                   thousandths of a device (2^64 − 1), the most the contention section adds up; check the \
+                   history's `resources`, or pass --contention off\n";
+    let runs: [Vec<&str>; 3] = [
+        vec!["simulate", "--history", h, "-f", &retries, "-o", "json"],
+        vec![
+            "simulate",
+            "--history",
+            h,
+            "-f",
+            &retries,
+            "--baseline",
+            &none,
+            "-o",
+            "json",
+        ],
+        vec![
+            "tune",
+            "--history",
+            h,
+            "-f",
+            &retries,
+            "--baseline",
+            &none,
+            "--vary",
+            "retry-preempted:spec.retryLimit=1..2",
+        ],
+    ];
+    // What a failure prints: the end of the output (a plain replay's JSON streams its jobs
+    // before the refusal, as it does for the record's own sums).
+    let end = |all: &str| {
+        all.chars()
+            .rev()
+            .take(600)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect::<String>()
+    };
+    for args in &runs {
+        let (code, _, all) = run(args);
+        assert_eq!(code, 3, "{args:?}: {}", end(&all));
+        assert!(all.ends_with(refused), "{args:?}: {}", end(&all));
+        let (code, _, all) = run(&[&args[..], &["--contention", "off"][..]].concat());
+        assert_eq!(code, 0, "{args:?} --contention off: {}", end(&all));
+    }
+}

@@ -15,6 +15,7 @@ use super::events::{combine_from, events, events_by_run, events_of, number, Coun
 use super::job::{Job, JobRuns, Run, Started};
 use super::spill::Spill;
 use super::sweep::{Sweep, Tally};
+use crate::replay::device_time::{Overflow, REQUESTS_AT_ONCE};
 
 /// One side's jobs so far: [`Sides`] of one.
 pub struct Contention(Sides);
@@ -81,6 +82,12 @@ pub struct Sides {
     group: Vec<(usize, u32)>,
     members: Vec<u32>,
     bounds: Vec<(usize, u32)>,
+    /// Σ over jobs of each request (GPU's, CPU's) × twice its runs and one: the most any
+    /// pool's waiting or retrying requests can add up to at once (each run a wait before it and
+    /// a retry at most). A sweep keeps those sums in 64 bits; past them the history is refused
+    /// ([`Tally::overflow`]) rather than summed wrong (requests of 2^53 thousandths each, the
+    /// most a quantity parses to, pass 2^64 with some two thousand jobs at once).
+    requested: [u128; 2],
 }
 
 /// The sets of sides an event can be of, numbered as met; 0 is every side.
@@ -125,6 +132,7 @@ impl Sides {
             group: Vec::new(),
             members: Vec::new(),
             bounds: Vec::new(),
+            requested: [0; 2],
         }
     }
 
@@ -151,6 +159,10 @@ impl Sides {
             counts.add(&Counts::of(job, *s));
         }
         let len = job.runs.len();
+        let times = 2 * len as u128 + 1;
+        for (sum, request) in self.requested.iter_mut().zip([job.gpu, job.cpu]) {
+            *sum = sum.saturating_add(u128::from(request) * times);
+        }
         let recorded = |s: &Started| s.recorded.min(len);
         let Some(first) = started.first().map(recorded) else {
             return Ok(());
@@ -236,14 +248,25 @@ impl Sides {
             counts,
             sets,
             spill,
+            requested,
             ..
         } = self;
         let mut sweeps = Classes::new(counts.len(), windows);
         spill.drain(|e| sweeps.add(&sets, e))?;
+        let past = requested.iter().any(|&n| n > u128::from(u64::MAX)).then(|| Overflow {
+            figure: REQUESTS_AT_ONCE.to_string(),
+            job: String::new(),
+        });
         Ok(counts
             .into_iter()
             .enumerate()
-            .map(|(side, counts)| sweeps.of(side).clone().finish(counts, names.clone()))
+            .map(|(side, counts)| {
+                let mut tally = sweeps.of(side).clone().finish(counts, names.clone());
+                if tally.overflow.is_none() {
+                    tally.overflow = past.clone();
+                }
+                tally
+            })
             .collect())
     }
 }

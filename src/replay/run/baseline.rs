@@ -378,7 +378,17 @@ impl<'s> CompareFold<'s> {
             comparison.categories = Some(Box::default());
         }
         if let Some(c) = contention {
-            let mut sides = c.finish(estimates.incidents.as_ref())?;
+            let mut sides = match c.finish(estimates.incidents.as_ref())? {
+                Ok(sides) => sides,
+                Err(o) => {
+                    return Ok(Compared {
+                        comparison,
+                        used_given,
+                        refused: Some(NoAnswer::Overflow(o)),
+                        totals: None,
+                    })
+                }
+            };
             let recorded = sides.pop().unwrap_or_default();
             let candidate = sides.pop().unwrap_or_default();
             let baseline = sides.pop().unwrap_or_default();

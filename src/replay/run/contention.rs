@@ -13,6 +13,7 @@ use std::ops::Range;
 use crate::engine::JobReport;
 use crate::model::failure_history::FailureHistory;
 use crate::replay::contention::{each_run, requests, Job, Names, Run, Side, Sides, Started};
+use crate::replay::device_time::Overflow;
 use crate::replay::incidents::{SeenIncidents, Windows};
 
 /// The runs a replayed side starts: those of its report, then those a Pending side has left.
@@ -178,9 +179,15 @@ impl Collect {
     }
 
     /// Each side's numbers, the record's last; the retries after a failure inside the
-    /// incident windows `seen` found (none: no window) counted apart.
-    pub fn finish(self, seen: Option<&SeenIncidents>) -> io::Result<Vec<Side>> {
+    /// incident windows `seen` found (none: no window) counted apart. A sum past what the
+    /// section adds up refuses the history, as the record's compute does (`Overflow`): no
+    /// figure is printed from a sum that stopped adding.
+    pub fn finish(self, seen: Option<&SeenIncidents>) -> io::Result<Result<Vec<Side>, Overflow>> {
         let windows = Windows(seen.map(|s| s.windows.clone()).unwrap_or_default());
-        Ok(self.all.finish(&windows)?.iter().map(Side::of).collect())
+        let tallies = self.all.finish(&windows)?;
+        if let Some(o) = tallies.iter().find_map(|t| t.overflow.clone()) {
+            return Ok(Err(o));
+        }
+        Ok(Ok(tallies.iter().map(Side::of).collect()))
     }
 }

@@ -269,7 +269,17 @@ impl<'s> ReplayFold<'s> {
             }
         };
         if let Some(c) = contention {
-            let mut sides = c.finish(estimates.incidents.as_ref())?;
+            let mut sides = match c.finish(estimates.incidents.as_ref())? {
+                Ok(sides) => sides,
+                Err(o) => {
+                    return Ok(Replayed {
+                        summary,
+                        used_given,
+                        refused: Some(NoAnswer::Overflow(o)),
+                        totals: None,
+                    })
+                }
+            };
             let recorded = sides.pop().unwrap_or_default();
             let replayed = sides.pop().unwrap_or_default();
             summary.contention = Some(Box::new(OfReplay { recorded, replayed }));
