@@ -268,6 +268,16 @@ impl<'s> ReplayFold<'s> {
                 })
             }
         };
+        summary.contention_sharded = options.contention_sharded;
+        // The record's own sum past 128 bits first: it names the job that took it there.
+        if let Some(o) = summary.overflow.clone().or_else(|| summary.recorded.overflow.clone()) {
+            return Ok(Replayed {
+                summary,
+                used_given,
+                refused: Some(NoAnswer::Overflow(o)),
+                totals: None,
+            });
+        }
         if let Some(c) = contention {
             let mut sides = match c.finish(estimates.incidents.as_ref())? {
                 Ok(sides) => sides,
@@ -283,15 +293,6 @@ impl<'s> ReplayFold<'s> {
             let recorded = sides.pop().unwrap_or_default();
             let replayed = sides.pop().unwrap_or_default();
             summary.contention = Some(Box::new(OfReplay { recorded, replayed }));
-        }
-        summary.contention_sharded = options.contention_sharded;
-        if let Some(o) = summary.overflow.clone().or_else(|| summary.recorded.overflow.clone()) {
-            return Ok(Replayed {
-                summary,
-                used_given,
-                refused: Some(NoAnswer::Overflow(o)),
-                totals: None,
-            });
         }
         ignore_closed(sink.end(Totals::Replay {
             summary: &summary,
