@@ -362,10 +362,14 @@ impl<'s> CompareFold<'s> {
             }
         };
         comparison.errors = errors;
+        let contention = contention.map(|c| c.finish(estimates.incidents.as_ref())).transpose()?;
+        // The record's own sum past 128 bits first (it names the job that took it there), then
+        // a sum the contention section could not hold.
         if let Some(o) = comparison
             .overflow
             .clone()
             .or_else(|| comparison.recorded.overflow.clone())
+            .or_else(|| contention.as_ref().and_then(|c| c.as_ref().err().cloned()))
         {
             return Ok(Compared {
                 comparison,
@@ -377,18 +381,7 @@ impl<'s> CompareFold<'s> {
         if categorized && comparison.categories.is_none() {
             comparison.categories = Some(Box::default());
         }
-        if let Some(c) = contention {
-            let mut sides = match c.finish(estimates.incidents.as_ref())? {
-                Ok(sides) => sides,
-                Err(o) => {
-                    return Ok(Compared {
-                        comparison,
-                        used_given,
-                        refused: Some(NoAnswer::Overflow(o)),
-                        totals: None,
-                    })
-                }
-            };
+        if let Some(Ok(mut sides)) = contention {
             let recorded = sides.pop().unwrap_or_default();
             let candidate = sides.pop().unwrap_or_default();
             let baseline = sides.pop().unwrap_or_default();

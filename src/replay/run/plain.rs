@@ -269,8 +269,15 @@ impl<'s> ReplayFold<'s> {
             }
         };
         summary.contention_sharded = options.contention_sharded;
-        // The record's own sum past 128 bits first: it names the job that took it there.
-        if let Some(o) = summary.overflow.clone().or_else(|| summary.recorded.overflow.clone()) {
+        let contention = contention.map(|c| c.finish(estimates.incidents.as_ref())).transpose()?;
+        // The record's own sum past 128 bits first (it names the job that took it there), then
+        // a sum the contention section could not hold.
+        if let Some(o) = summary
+            .overflow
+            .clone()
+            .or_else(|| summary.recorded.overflow.clone())
+            .or_else(|| contention.as_ref().and_then(|c| c.as_ref().err().cloned()))
+        {
             return Ok(Replayed {
                 summary,
                 used_given,
@@ -278,18 +285,7 @@ impl<'s> ReplayFold<'s> {
                 totals: None,
             });
         }
-        if let Some(c) = contention {
-            let mut sides = match c.finish(estimates.incidents.as_ref())? {
-                Ok(sides) => sides,
-                Err(o) => {
-                    return Ok(Replayed {
-                        summary,
-                        used_given,
-                        refused: Some(NoAnswer::Overflow(o)),
-                        totals: None,
-                    })
-                }
-            };
+        if let Some(Ok(mut sides)) = contention {
             let recorded = sides.pop().unwrap_or_default();
             let replayed = sides.pop().unwrap_or_default();
             summary.contention = Some(Box::new(OfReplay { recorded, replayed }));
