@@ -156,9 +156,13 @@ impl Timestamp {
         Timestamp(self.0.saturating_add(i64::try_from(d.0).unwrap_or(i64::MAX)))
     }
 
-    /// Nanoseconds from `earlier` to `self`, or `None` when `self` is before it.
+    /// Nanoseconds from `earlier` to `self`, or `None` when `self` is before it. In 128 bits:
+    /// any two times retryctl reads are at most 2^64 − 1 ns apart, which a `GoDuration`
+    /// holds, while their difference can pass `i64` (1678 to 2262 read as "before").
     pub fn since(self, earlier: Timestamp) -> Option<GoDuration> {
-        u64::try_from(self.0.checked_sub(earlier.0)?).ok().map(GoDuration)
+        u64::try_from(i128::from(self.0) - i128::from(earlier.0))
+            .ok()
+            .map(GoDuration)
     }
 }
 
@@ -215,4 +219,19 @@ fn civil_from_days(z: i64) -> (i64, i64, i64) {
     let d = doy - (153 * mp + 2) / 5 + 1;
     let m = if mp < 10 { mp + 3 } else { mp - 9 };
     (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+#[cfg(test)]
+mod since_tests {
+    use super::*;
+
+    /// The span between the earliest and the latest times is a span, not "before".
+    #[test]
+    fn the_span_from_the_earliest_time_to_the_latest_is_counted_not_refused() {
+        let (first, last) = (Timestamp(i64::MIN), Timestamp(i64::MAX));
+        assert_eq!(last.since(first), Some(GoDuration(u64::MAX)));
+        assert_eq!(first.since(last), None);
+        assert_eq!(Timestamp(5).since(Timestamp(5)), Some(GoDuration(0)));
+        assert_eq!(Timestamp(4).since(Timestamp(5)), None);
+    }
 }

@@ -93,6 +93,36 @@ fn a_time_past_the_nanosecond_range_is_out_of_range_not_invalid() {
     );
 }
 
+/// A run that starts six centuries after its job's submission, both inside the range, starts
+/// after it: no contradiction said (the difference passes 64 signed bits, and was read as
+/// "before").
+#[test]
+fn a_run_centuries_after_its_submission_starts_after_it() {
+    let home = temp_home();
+    let lines = write(
+        home.path(),
+        "span.jsonl",
+        concat!(
+            r#"{"job":{"id":"old","queue":"q","submittedAt":"1678-01-01T00:00:00Z"},"runs":[{"startedAt":"2262-01-01T00:00:00Z","runFor":"1s","outcome":"failed","conditions":["Preempted"]},{"outcome":"succeeded"}]}"#,
+            "\n",
+        ),
+    );
+    let policy = write(
+        home.path(),
+        "p.yaml",
+        "apiVersion: armadaproject.io/v1\nkind: RetryPolicy\nmetadata: {name: p}\nspec:\n  retryLimit: 1\n  rules:\n    - {action: Retry, onConditions: [Preempted]}\n",
+    );
+    let out = retryctl(home.path())
+        .args(["simulate", "--history", &lines, "-f", &policy, "-o", "json"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{}", format_output(&out));
+    assert!(!stderr.contains("contradicts"), "{stderr}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["summary"]["contradictedJobs"], 0, "{v}");
+}
+
 /// The trace the tests read is what its script writes (scripts/gen-trace.py): regenerated,
 /// not edited by hand.
 #[test]
