@@ -46,7 +46,8 @@ const WAITING: &str = "SELECT queue, sum(gpu)::float8, sum(cpu)::float8 / 1000 F
 /// reads a job's runs (`lookout::mapping`: by `leased`, else `pending`, else `started`, a run
 /// with none last, ties by `run_id`'s bytes), their jobs' requests by pool and queue. Only the
 /// jobs with such a run are ranked (the index on `job_run_state` finds them).
-const RETRYING: &str = "SELECT coalesce(r.pool, $3), j.queue, sum(j.gpu)::float8, sum(j.cpu)::float8 / 1000 \
+const RETRYING: &str =
+    "SELECT coalesce(nullif(r.pool, ''), $3), j.queue, sum(j.gpu)::float8, sum(j.cpu)::float8 / 1000 \
      FROM (SELECT job_id, pool, job_run_state, row_number() OVER (PARTITION BY job_id \
          ORDER BY coalesce(leased, pending, started) NULLS LAST, run_id COLLATE \"C\") AS k \
        FROM job_run WHERE job_id IN (SELECT job_id FROM job_run WHERE job_run_state = ANY($2))) r \

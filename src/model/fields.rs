@@ -516,7 +516,7 @@ pub const HISTORY_RUN: &[Field] = &[
     f(
         "pool",
         Ty::Str,
-        "The pool it was scheduled in (Lookout's `job_run.pool`). Default `default`.",
+        "The pool it was scheduled in (Lookout's `job_run.pool`). Default `default` (also when empty).",
     ),
     f(
         "queuedFor",

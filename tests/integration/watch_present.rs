@@ -53,6 +53,15 @@ fn rows() -> Vec<Row> {
             2000,
             vec![(FAILED, None, 0), (FAILED, None, 10), (PENDING, None, 40)],
         ),
+        // A retry in a pool Lookout gives as empty: the default pool, as the export reads it.
+        (
+            "r4",
+            "ml",
+            JOB_RUNNING,
+            3,
+            1000,
+            vec![(FAILED, Some(""), 0), (RUNNING, Some(""), 45)],
+        ),
         (
             "r3",
             "ml",
@@ -123,7 +132,7 @@ fn expected(client: &mut postgres::Client) -> BTreeMap<String, f64> {
     // A retry: a run holding capacity with an earlier run of its job.
     for r in client
         .query(
-            "SELECT coalesce(r.pool, 'default'), j.queue, sum(j.gpu)::float8, sum(j.cpu)::float8 FROM job_run r JOIN job j ON j.job_id = r.job_id \
+            "SELECT coalesce(nullif(r.pool, ''), 'default'), j.queue, sum(j.gpu)::float8, sum(j.cpu)::float8 FROM job_run r JOIN job j ON j.job_id = r.job_id \
              WHERE j.queue = 'ml' AND r.job_run_state IN (1, 2, 11) \
              AND EXISTS (SELECT 1 FROM job_run e WHERE e.job_id = r.job_id AND e.leased < r.leased) GROUP BY 1, 2",
             &[],
@@ -147,7 +156,8 @@ fn the_gauges_are_the_databases_present() {
     };
     load(&mut db.client);
     let want = expected(&mut db.client);
-    // The rows say what they should: three jobs wait (7 GPUs), three retries in three pools.
+    // The rows say what they should: three jobs wait (7 GPUs), four retries in three pools
+    // (one in a pool Lookout gives as empty: `default`).
     assert_eq!(want.len(), 2 + 6, "{want:?}");
     assert_eq!(
         want["retryctl_watch_waiting_requests{queue=\"ml\",resource=\"gpu\"}"],

@@ -142,7 +142,9 @@ pub fn each_run(
             .checked_sub(1)
             .filter(|&before| history.runs[before].outcome == Outcome::Failed)
             .and_then(|before| ends[before]);
-        f(span, run.pool.as_deref().unwrap_or(DEFAULT_POOL), after_failed);
+        // An empty pool names none: the default, as the export reads Lookout's.
+        let pool = run.pool.as_deref().filter(|p| !p.is_empty()).unwrap_or(DEFAULT_POOL);
+        f(span, pool, after_failed);
     }
 }
 

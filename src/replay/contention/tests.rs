@@ -217,6 +217,18 @@ fn a_job_waiting_in_another_pool_overlaps_nothing() {
     }
 }
 
+/// A run whose pool is empty is in the default pool, as a run that names none (and as the
+/// export writes Lookout's empty `job_run.pool`): the job waiting there overlaps the retry.
+#[test]
+fn a_run_of_an_empty_pool_is_in_the_default_pool() {
+    for by_queued_for in [true, false] {
+        let side = Side::of(&record(&the_case(by_queued_for, Some("")), &Windows::default()));
+        assert_eq!((side.gpu.while_others_waited_hours, side.gpu.overlap_hours), (2.0, 1.0));
+        let one = [(DEFAULT_POOL.to_string(), 1.0)].into_iter().collect();
+        assert_eq!(side.gpu.overlap_hours_by_pool, one);
+    }
+}
+
 /// A retry after a failed run ending inside an incident window counts in `inIncidents`; one
 /// window that ends before the failure, not.
 #[test]
