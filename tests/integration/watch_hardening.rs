@@ -1,6 +1,6 @@
 //! `retryctl watch` past the happy path (docs/watch.md "Its HTTP server", "Durable", "When the
 //! database goes away"): a header trickled is closed after the header timeout, a header past
-//! 64 KiB is 431, idle and half-sent connections past the file limit never lock a scrape out;
+//! 64 KiB or of more than 100 fields is 431, idle and half-sent connections past the file limit never lock a scrape out;
 //! a job stamped in the future does not hide the jobs after it; `--state` is one watch's (a
 //! second refused once its 2 seconds' wait for the lock is over, one started right after a
 //! `kill -9` of the one before starting, a FIFO refused without blocking, bytes that are not a
@@ -110,6 +110,14 @@ fn the_http_server_is_bounded_whatever_the_clients_do() {
     let mut answer = String::new();
     big.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     let _ = big.read_to_string(&mut answer);
+    assert!(answer.starts_with("HTTP/1.1 431 "), "{answer:?}");
+    // More than 100 header fields, however short: 431, and the connection closed.
+    let mut many = TcpStream::connect(&addr).unwrap();
+    let fields: String = (0..101).map(|i| format!("X-{i}: a\r\n")).collect();
+    let _ = many.write_all(format!("GET /metrics HTTP/1.1\r\n{fields}\r\n").as_bytes());
+    let mut answer = String::new();
+    many.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let _ = many.read_to_string(&mut answer);
     assert!(answer.starts_with("HTTP/1.1 431 "), "{answer:?}");
     // 1,500 half-sent requests: more than the file limit allows at once. The descriptors are
     // sampled all along, not once at the end: an accept loop that runs ahead of the closes
