@@ -65,8 +65,9 @@ impl Drop for Place {
     }
 }
 
-/// Serves `router` on `listener` until `stop` resolves; then stops accepting and lets each
-/// connection finish its request in flight (the caller bounds that wait).
+/// Serves `router` on `listener` until `stop` resolves; then stops accepting, lets each
+/// connection finish its request in flight, and returns once every one is closed (the caller
+/// bounds that wait).
 pub async fn serve_closing_oldest(
     listener: TcpListener,
     router: Router,
@@ -146,6 +147,11 @@ pub async fn serve_closing_oldest(
     }
     drop(listener);
     drop(shutdown);
+    // Every connection's permit back: each has finished its request in flight and closed (a
+    // scrape answered while the process stops, not cut by the runtime's end). The caller
+    // bounds the wait: a connection still reading a header keeps its header timeout.
+    let every = u32::try_from(cap).unwrap_or(u32::MAX);
+    let _ = permits.acquire_many(every).await;
 }
 
 #[cfg(test)]
@@ -204,5 +210,45 @@ mod tests {
         assert!(asked.elapsed() < Duration::from_secs(20), "{:?}", asked.elapsed());
         drop(idle);
         let _ = stop.send(());
+    }
+
+    /// A request in flight when the server stops is answered, and the server returns only
+    /// once it is: a scrape at a signal is not cut when the runtime ends after it.
+    #[test]
+    fn a_request_in_flight_at_the_stop_is_answered_before_the_server_returns() {
+        let rt = tokio::runtime::Runtime::new().unwrap();
+        let listener = rt.block_on(TcpListener::bind("127.0.0.1:0")).unwrap();
+        let addr = listener.local_addr().unwrap();
+        let router = Router::new().route(
+            "/slow",
+            get(|| async {
+                tokio::time::sleep(Duration::from_millis(500)).await;
+                "slow"
+            }),
+        );
+        let bounds = Bounds {
+            header_read_timeout: Duration::from_secs(60),
+            max_header_bytes: 64 * 1024,
+            reserved: usize::MAX,
+        };
+        let (stop, stopped) = oneshot::channel::<()>();
+        let server = rt.spawn(serve_closing_oldest(listener, router, bounds, async {
+            let _ = stopped.await;
+        }));
+        let mut asking = TcpStream::connect(addr).unwrap();
+        asking.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        asking.write_all(b"GET /slow HTTP/1.1\r\nHost: t\r\n\r\n").unwrap();
+        // The handler is running; then the stop, and the runtime's end once the server
+        // returns, as `watch` ends.
+        std::thread::sleep(Duration::from_millis(100));
+        let _ = stop.send(());
+        rt.block_on(async { tokio::time::timeout(Duration::from_secs(5), server).await })
+            .expect("the server returns once the request is answered")
+            .unwrap();
+        rt.shutdown_timeout(Duration::from_millis(10));
+        let mut answer = String::new();
+        let _ = asking.read_to_string(&mut answer);
+        assert!(answer.starts_with("HTTP/1.1 200"), "{answer:?}");
+        assert!(answer.ends_with("slow"), "{answer:?}");
     }
 }
