@@ -80,7 +80,8 @@ use super::{composed, debug_doc};
 use crate::model::categorizer::CATEGORY_INTERNAL;
 use crate::model::duration::GoDuration;
 use crate::model::failure_history::{
-    Container, ExecutorPath, FailureHistory, Job, Outcome, Resources, Run, StartedAt, Timestamp, DEFAULT_POOL,
+    pool_or_default, Container, ExecutorPath, FailureHistory, Job, Outcome, Resources, Run, StartedAt, Timestamp,
+    DEFAULT_POOL,
 };
 use crate::model::policy::Condition;
 use crate::replay::source::Notes;
@@ -468,7 +469,7 @@ pub fn map_job(src: LookoutJob, hints: Option<&Hints>) -> Result<Mapped, RowErro
             run.events = d.events;
         }
         // `default` is what a history without `pool` reads as: written only when another.
-        run.pool = r.pool.take().filter(|p| !p.is_empty() && p != DEFAULT_POOL);
+        run.pool = r.pool.take().filter(|p| pool_or_default(Some(p)) != DEFAULT_POOL);
         let start = r.started.or(r.leased).or(r.pending);
         match (chain, start) {
             // Placed by the times before it (docs/contention.md "Times"): its start comes

@@ -238,14 +238,21 @@ impl Container {
     }
 }
 
-/// The pool of a run whose history names none (`pool` left out).
+/// The pool of a run whose history names none (`pool` left out, or empty).
 pub const DEFAULT_POOL: &str = "default";
+
+/// The pool a run's `pool` names: [`DEFAULT_POOL`] when it names none (left out, or empty, as
+/// Lookout's `job_run.pool` can be). The one reading of a run's pool: the contention section
+/// counts by it and the export leaves out what it reads as the default.
+pub fn pool_or_default(pool: Option<&str>) -> &str {
+    pool.filter(|p| !p.is_empty()).unwrap_or(DEFAULT_POOL)
+}
 
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Run {
     pub node: Option<String>,
     /// `pool`: the pool the run was scheduled in (Lookout's `job_run.pool`); `None`: the
-    /// history does not say, read as [`DEFAULT_POOL`] (docs/contention.md).
+    /// history does not say, read as [`DEFAULT_POOL`] ([`pool_or_default`], docs/contention.md).
     pub pool: Option<String>,
     pub queued_for: GoDuration,
     pub started_at: Option<StartedAt>,

@@ -10,7 +10,7 @@
 //! Must not: know other jobs (that is the sweep's).
 
 pub use crate::model::failure_history::DEFAULT_POOL;
-use crate::model::failure_history::{FailureHistory, Outcome, StartedAt};
+use crate::model::failure_history::{pool_or_default, FailureHistory, Outcome, StartedAt};
 use crate::replay::incidents;
 
 /// Which runs a side starts: the first `recorded` runs of the history, then `beyond` runs
@@ -142,9 +142,7 @@ pub fn each_run(
             .checked_sub(1)
             .filter(|&before| history.runs[before].outcome == Outcome::Failed)
             .and_then(|before| ends[before]);
-        // An empty pool names none: the default, as the export reads Lookout's.
-        let pool = run.pool.as_deref().filter(|p| !p.is_empty()).unwrap_or(DEFAULT_POOL);
-        f(span, pool, after_failed);
+        f(span, pool_or_default(run.pool.as_deref()), after_failed);
     }
 }
 
