@@ -20,7 +20,7 @@ use crate::replay::source::{HistorySource, Progress};
 use crate::replay::spool::{Changed, Spool};
 
 use super::compared::{compare_job, Asks, JobCompared, SideCounts};
-use super::contention::{started, Collect};
+use super::contention::{refusal, started, Collect};
 use super::counts::{categories, tally_job_with, Folded, Part};
 use super::job::JobFacts;
 use super::options::{NoAnswer, Options};
@@ -363,14 +363,11 @@ impl<'s> CompareFold<'s> {
         };
         comparison.errors = errors;
         let contention = contention.map(|c| c.finish(estimates.incidents.as_ref())).transpose()?;
-        // The record's own sum past 128 bits first (it names the job that took it there), then
-        // a sum the contention section could not hold.
-        if let Some(o) = comparison
-            .overflow
-            .clone()
-            .or_else(|| comparison.recorded.overflow.clone())
-            .or_else(|| contention.as_ref().and_then(|c| c.as_ref().err().cloned()))
-        {
+        if let Some(o) = refusal(
+            comparison.overflow.as_ref(),
+            comparison.recorded.overflow.as_ref(),
+            contention.as_ref(),
+        ) {
             return Ok(Compared {
                 comparison,
                 used_given,

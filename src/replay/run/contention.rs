@@ -104,6 +104,19 @@ impl Taken {
     }
 }
 
+/// The sums that refuse a replay's totals, in this order: the replay's own past 128 bits and
+/// the record's (each names the job that took it there), then a sum the contention section
+/// could not hold (`contention`, [`Collect::finish`]'s answer). `None`: the totals stand.
+pub fn refusal(
+    own: Option<&Overflow>,
+    recorded: Option<&Overflow>,
+    contention: Option<&Result<Vec<Side>, Overflow>>,
+) -> Option<Overflow> {
+    own.or(recorded)
+        .or_else(|| contention.and_then(|c| c.as_ref().err()))
+        .cloned()
+}
+
 /// Every side's events and the record's (last), in one sort: one chunk in memory and one
 /// temporary file whatever the number of sides, and a job's events written once for the
 /// sides that start the same runs of it ([`Sides`]).

@@ -17,7 +17,7 @@ use crate::replay::sink::{Message, Needs, Sink, Totals};
 use crate::replay::source::{HistorySource, Progress};
 use crate::replay::summary::{keep_summary_fields, Summary};
 
-use super::contention::{started, Collect};
+use super::contention::{refusal, started, Collect};
 use super::counts::{categories, Folded, Part};
 use super::job::JobFacts;
 use super::options::{NoAnswer, Options};
@@ -270,14 +270,11 @@ impl<'s> ReplayFold<'s> {
         };
         summary.contention_sharded = options.contention_sharded;
         let contention = contention.map(|c| c.finish(estimates.incidents.as_ref())).transpose()?;
-        // The record's own sum past 128 bits first (it names the job that took it there), then
-        // a sum the contention section could not hold.
-        if let Some(o) = summary
-            .overflow
-            .clone()
-            .or_else(|| summary.recorded.overflow.clone())
-            .or_else(|| contention.as_ref().and_then(|c| c.as_ref().err().cloned()))
-        {
+        if let Some(o) = refusal(
+            summary.overflow.as_ref(),
+            summary.recorded.overflow.as_ref(),
+            contention.as_ref(),
+        ) {
             return Ok(Replayed {
                 summary,
                 used_given,
