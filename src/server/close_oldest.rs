@@ -150,7 +150,7 @@ pub async fn serve_closing_oldest(
     // Every connection's permit back: each has finished its request in flight and closed (a
     // scrape answered while the process stops, not cut by the runtime's end). The caller
     // bounds the wait: a connection still reading a header keeps its header timeout.
-    let every = u32::try_from(cap).unwrap_or(u32::MAX);
+    let every = u32::try_from(cap).expect("max_connections is at most 65,536");
     let _ = permits.acquire_many(every).await;
 }
 

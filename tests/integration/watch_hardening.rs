@@ -1,12 +1,12 @@
 //! `retryctl watch` past the happy path (docs/watch.md "Its HTTP server", "Durable", "When the
-//! database goes away"): a header trickled is closed after the header timeout, a header past
-//! 64 KiB or of more than 100 fields is 431, idle and half-sent connections past the file limit never lock a scrape out;
-//! a job stamped in the future does not hide the jobs after it; `--state` is one watch's (a
-//! second refused once its 2 seconds' wait for the lock is over, one started right after a
-//! `kill -9` of the one before starting, a FIFO refused without blocking, bytes that are not a
-//! state refused and kept); a database that accepts and then answers nothing makes `/healthz`
-//! 503, and reports asked for and left there start one replay at a time; what no poll can fix
-//! is refused at the start.
+//! database goes away"): a header trickled is closed after the header timeout, a header past 64 KiB
+//! or of more than 100 fields is 431, idle and half-sent connections past the file limit never lock
+//! a scrape out; a job stamped in the future does not hide the jobs after it; `--state` is one
+//! watch's (a second refused once its 2 seconds' wait for the lock is over, one started right after
+//! a `kill -9` of the one before starting, a FIFO refused without blocking, bytes that are not a
+//! state refused and kept); a database that accepts and then answers nothing makes `/healthz` 503,
+//! and reports asked for and left there start one replay at a time; what no poll can fix is refused
+//! at the start.
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
