@@ -135,7 +135,17 @@ def pick(rng, avoid):
             return node
 
 
+FLAGS = {"--realistic", "--submitted", "--pending", "--messages", "--contention"}
+
+
 def main():
+    if any(a in ("-h", "--help") for a in sys.argv[1:]):
+        print(__doc__.strip())
+        return
+    # A flag misspelt would otherwise write a million lines of the wrong history.
+    unknown = [a for a in sys.argv[1:] if a.startswith("-") and a not in FLAGS and not a.startswith("--every=")]
+    if unknown:
+        sys.exit(f"gen-histories.py: unknown flag `{unknown[0]}` (see --help)")
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
     realistic = "--realistic" in sys.argv[1:]
     submitted = "--submitted" in sys.argv[1:]
