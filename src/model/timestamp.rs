@@ -53,36 +53,42 @@ impl Timestamp {
         {
             return Err(TimeError::Shape);
         }
-        let num = |s: &str| -> Result<i64, TimeError> {
-            s.bytes()
-                .all(|c| c.is_ascii_digit())
-                .then(|| s.parse().ok())
-                .flatten()
-                .ok_or(TimeError::Shape)
-        };
-        let (y, mo, d) = (num(&text[0..4])?, num(&text[5..7])?, num(&text[8..10])?);
-        let (h, mi, s) = (num(&text[11..13])?, num(&text[14..16])?, num(&text[17..19])?);
-        let mut rest = &text[19..];
-        let mut nanos = 0i64;
-        if let Some(frac) = rest.strip_prefix('.') {
-            let end = frac.find(|c: char| !c.is_ascii_digit()).unwrap_or(frac.len());
-            if end == 0 || end > 9 {
+        // Read from the bytes, never from slices of `text`: a multi-byte character where a
+        // digit or separator belongs (`2026-01-01T00:00:0é`) would put a slice's end inside
+        // it. Each field is at most nine ASCII digits, which an `i64` holds.
+        let num = |from: usize, to: usize| -> Result<i64, TimeError> {
+            let digits = &b[from..to];
+            if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
                 return Err(TimeError::Shape);
             }
-            nanos = num(&frac[..end])? * 10i64.pow(9 - end as u32);
-            rest = &frac[end..];
+            Ok(digits.iter().fold(0, |n, &c| n * 10 + i64::from(c - b'0')))
+        };
+        let (y, mo, d) = (num(0, 4)?, num(5, 7)?, num(8, 10)?);
+        let (h, mi, s) = (num(11, 13)?, num(14, 16)?, num(17, 19)?);
+        let mut at = 19;
+        let mut nanos = 0i64;
+        if b[at] == b'.' {
+            let digits = b[at + 1..].iter().take_while(|c| c.is_ascii_digit()).count();
+            if digits == 0 || digits > 9 {
+                return Err(TimeError::Shape);
+            }
+            nanos = num(at + 1, at + 1 + digits)? * 10i64.pow(9 - digits as u32);
+            at += 1 + digits;
         }
+        let rest = &b[at..];
         let offset = match rest {
-            "Z" | "z" => 0,
-            _ if rest.len() == 6 && (rest.starts_with('+') || rest.starts_with('-')) && &rest[3..4] == ":" => {
-                let (oh, om) = (num(&rest[1..3])?, num(&rest[4..6])?);
+            b"Z" | b"z" => 0,
+            [sign @ (b'+' | b'-'), _, _, b':', _, _] => {
+                let (oh, om) = (num(at + 1, at + 3)?, num(at + 4, at + 6)?);
                 if oh > 23 || om > 59 {
+                    // Every byte of the offset is ASCII here: the slice is on characters.
+                    let rest = &text[at..];
                     return Err(TimeError::Range(format!(
                         "offset `{rest}` is out of range (hours 00–23, minutes 00–59)"
                     )));
                 }
                 let v = oh * 3600 + om * 60;
-                if rest.starts_with('-') {
+                if *sign == b'-' {
                     -v
                 } else {
                     v
@@ -233,5 +239,52 @@ mod since_tests {
         assert_eq!(first.since(last), None);
         assert_eq!(Timestamp(5).since(Timestamp(5)), Some(GoDuration(0)));
         assert_eq!(Timestamp(4).since(Timestamp(5)), None);
+    }
+}
+
+#[cfg(test)]
+mod read_tests {
+    use super::*;
+
+    /// A character of two, three or four bytes anywhere in a time, or in place of its
+    /// fraction or offset, is a time of the wrong shape, never a slice inside a character.
+    #[test]
+    fn a_multi_byte_character_anywhere_is_the_wrong_shape_not_a_panic() {
+        for valid in ["2026-01-01T00:00:00Z", "2026-01-01T00:00:00.5+01:30", "2026-01-01T00:00:00-00:00"] {
+            assert!(Timestamp::read(valid).is_ok(), "{valid}");
+            for wide in ['é', '€', '𝟘'] {
+                for at in 0..valid.len() {
+                    let mut text = valid.to_string();
+                    text.replace_range(at..at + 1, &wide.to_string());
+                    assert_eq!(Timestamp::read(&text), Err(TimeError::Shape), "{text}");
+                    // And in place of the byte before the last two, where an offset's colon
+                    // belongs when the character widens the text.
+                    text.truncate(at);
+                    text.push(wide);
+                    assert!(Timestamp::read(&text).is_err(), "{text}");
+                }
+            }
+        }
+        assert_eq!(Timestamp::read("2026-01-01T00:00:0é"), Err(TimeError::Shape));
+        assert_eq!(Timestamp::read("2026-01-01T00:00:00+0é00"), Err(TimeError::Shape));
+    }
+
+    /// Each part read as before: the fraction to nine digits, the offset's sign and range.
+    #[test]
+    fn the_parts_read_as_rfc_3339_gives_them() {
+        let read = |t: &str| Timestamp::read(t).map(|t| t.to_string());
+        assert_eq!(read("2026-01-01T00:00:00.123456789Z"), Ok("2026-01-01T00:00:00.123456789Z".into()));
+        assert_eq!(read("2026-01-01T01:30:00+01:30"), Ok("2026-01-01T00:00:00Z".into()));
+        assert_eq!(read("2025-12-31T22:30:00-01:30"), Ok("2026-01-01T00:00:00Z".into()));
+        assert_eq!(read("2026-01-01t00:00:00.5z"), Ok("2026-01-01T00:00:00.5Z".into()));
+        assert_eq!(read("2026-01-01T00:00:00.1234567891Z"), Err(TimeError::Shape));
+        assert_eq!(read("2026-01-01T00:00:00.Z"), Err(TimeError::Shape));
+        assert_eq!(read("2026-01-01T00:00:00+0100"), Err(TimeError::Shape));
+        assert_eq!(
+            read("2026-01-01T00:00:00+24:00"),
+            Err(TimeError::Range(
+                "offset `+24:00` is out of range (hours 00–23, minutes 00–59)".into()
+            ))
+        );
     }
 }
