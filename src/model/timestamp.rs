@@ -250,7 +250,11 @@ mod read_tests {
     /// fraction or offset, is a time of the wrong shape, never a slice inside a character.
     #[test]
     fn a_multi_byte_character_anywhere_is_the_wrong_shape_not_a_panic() {
-        for valid in ["2026-01-01T00:00:00Z", "2026-01-01T00:00:00.5+01:30", "2026-01-01T00:00:00-00:00"] {
+        for valid in [
+            "2026-01-01T00:00:00Z",
+            "2026-01-01T00:00:00.5+01:30",
+            "2026-01-01T00:00:00-00:00",
+        ] {
             assert!(Timestamp::read(valid).is_ok(), "{valid}");
             for wide in ['é', '€', '𝟘'] {
                 for at in 0..valid.len() {
@@ -273,7 +277,10 @@ mod read_tests {
     #[test]
     fn the_parts_read_as_rfc_3339_gives_them() {
         let read = |t: &str| Timestamp::read(t).map(|t| t.to_string());
-        assert_eq!(read("2026-01-01T00:00:00.123456789Z"), Ok("2026-01-01T00:00:00.123456789Z".into()));
+        assert_eq!(
+            read("2026-01-01T00:00:00.123456789Z"),
+            Ok("2026-01-01T00:00:00.123456789Z".into())
+        );
         assert_eq!(read("2026-01-01T01:30:00+01:30"), Ok("2026-01-01T00:00:00Z".into()));
         assert_eq!(read("2025-12-31T22:30:00-01:30"), Ok("2026-01-01T00:00:00Z".into()));
         assert_eq!(read("2026-01-01t00:00:00.5z"), Ok("2026-01-01T00:00:00.5Z".into()));

@@ -248,6 +248,38 @@ fn a_retry_after_a_failure_in_an_incident_window_counts_apart() {
     assert_eq!(side.in_incidents, InIncidents::default());
 }
 
+/// A failed run without `startedAt` before one with it is placed as the incident windows
+/// place failures, at the next run's start (docs/contention.md "The numbers"), not where the
+/// count from submission ends it: the window that holds the next run's start holds it.
+#[test]
+fn a_failure_is_in_a_window_where_the_windows_place_it() {
+    let window = |from: i64, to: i64| Windows(vec![Window::given(Timestamp(from), Timestamp(to))]);
+    // Submitted at 10:00: the failed run counts 10:00–11:00 from submission, the retry
+    // starts at 13:00 and runs an hour; another job waits 10:00–14:00.
+    let records = [
+        job(
+            "x",
+            1,
+            at(10, 0),
+            vec![
+                run(0, 60, None, Outcome::Failed),
+                started(at(13, 0), 60, None, Outcome::Succeeded),
+            ],
+        ),
+        job("y", 1, at(10, 0), vec![run(240, 60, None, Outcome::Succeeded)]),
+    ];
+    let around_the_count = Side::of(&record(&records, &window(at(10, 30), at(11, 30))));
+    assert_eq!(around_the_count.in_incidents, InIncidents::default());
+    let around_the_retry = Side::of(&record(&records, &window(at(12, 30), at(13, 30))));
+    assert_eq!(
+        (
+            around_the_retry.in_incidents.gpu.retry_hours,
+            around_the_retry.in_incidents.gpu.overlap_hours
+        ),
+        (1.0, 1.0)
+    );
+}
+
 /// A side counts the recorded runs it starts and the waits before them; its runs beyond the
 /// record are counted, in no sum.
 #[test]
