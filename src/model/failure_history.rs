@@ -27,7 +27,7 @@ use crate::yaml::Node;
 use super::decode::Decoder;
 use super::duration::GoDuration;
 use super::policy::{Action, Condition};
-use super::quantity::parse_quantity;
+use super::quantity::{parse_quantity, thousandths_up};
 pub use super::timestamp::{TimeError, Timestamp};
 use super::vocabulary;
 pub use super::vocabulary::{DECISION_KINDS, EXECUTOR_PATHS, POD_CONDITIONS};
@@ -111,11 +111,11 @@ impl Resources {
     /// Lookout's rows).
     pub const MILLI_MAX: u64 = 1 << 53;
 
-    /// A quantity of CPUs or GPUs in thousandths, rounded to the nearest; `None` for a
-    /// negative, non-finite or absurd one (past [`Resources::MILLI_MAX`]).
-    pub fn milli(quantity: f64) -> Option<u64> {
-        let m = (quantity * 1000.0).round();
-        (m.is_finite() && (0.0..=Self::MILLI_MAX as f64).contains(&m)).then_some(m as u64)
+    /// A quantity's text of CPUs or GPUs in thousandths, exactly and rounded up as Kubernetes
+    /// reads a request ([`thousandths_up`]); `None` for a negative or absurd one (past
+    /// [`Resources::MILLI_MAX`]), or a text that is no quantity.
+    pub fn milli(quantity: &str) -> Option<u64> {
+        thousandths_up(quantity, Self::MILLI_MAX)
     }
 
     /// Whether the job requests neither CPU nor GPU (its hours count 0: `withoutResources`).
@@ -445,8 +445,8 @@ fn decode_job(dec: &mut Decoder, f: &super::decode::Fields<'_>, job: &mut Job) {
             let mut res = Resources::default();
             for (name, slot) in [("cpu", &mut res.cpu_milli), ("gpu", &mut res.gpu_milli)] {
                 if let Some(n) = r.get(name) {
-                    *slot = request(dec, n, &r.path_of(name)).and_then(|q| {
-                        let m = Resources::milli(q);
+                    *slot = request(dec, n, &r.path_of(name)).and_then(|_| {
+                        let m = Resources::milli(n.as_scalar().unwrap_or_default());
                         if m.is_none() {
                             dec.error(
                                 n,

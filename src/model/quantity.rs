@@ -55,6 +55,87 @@ pub fn parse_quantity(text: &str) -> Result<f64, String> {
     Ok(result)
 }
 
+/// A quantity of CPUs or GPUs in whole thousandths, exactly and rounded **up**, as Kubernetes'
+/// `MilliValue` reads a request (`100u` and `2.4m` are `1m` and `3m`): `None` past `max`, or
+/// for a text [`parse_quantity`] refuses or a negative one (its caller says why). Decimal
+/// arithmetic on the text's digits, not `f64`: `9007199254740993m` is that many thousandths,
+/// not the nearest double.
+pub fn thousandths_up(text: &str, max: u64) -> Option<u64> {
+    let s = text.trim();
+    let (negative, s) = match s.as_bytes().first() {
+        Some(b'-') => (true, &s[1..]),
+        Some(b'+') => (false, &s[1..]),
+        _ => (false, s),
+    };
+    let split = s.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(s.len());
+    let (number, suffix) = s.split_at(split);
+    if !number.bytes().any(|b| b.is_ascii_digit()) || number.matches('.').count() > 1 {
+        return None;
+    }
+    // Value = digits × 1024^binary × 10^exp; in thousandths, × 10^3 more.
+    let (binary, exp): (u32, i64) = match suffix {
+        "" => (0, 0),
+        "Ki" => (1, 0),
+        "Mi" => (2, 0),
+        "Gi" => (3, 0),
+        "Ti" => (4, 0),
+        "Pi" => (5, 0),
+        "Ei" => (6, 0),
+        "n" => (0, -9),
+        "u" => (0, -6),
+        "m" => (0, -3),
+        "k" => (0, 3),
+        "M" => (0, 6),
+        "G" => (0, 9),
+        "T" => (0, 12),
+        "P" => (0, 15),
+        "E" => (0, 18),
+        other => (0, other.strip_prefix(['e', 'E'])?.parse::<i32>().ok()?.into()),
+    };
+    let fraction = number.split_once('.').map_or(0, |(_, f)| f.len());
+    let digits: String = number.chars().filter(|&c| c != '.').collect();
+    let digits = digits.trim_start_matches('0');
+    if digits.is_empty() {
+        return Some(0);
+    }
+    if negative {
+        return None;
+    }
+    // Where the decimal point falls in `digits`: the whole part before it, the fraction after.
+    let point = digits.len() as i64 + exp + 3 - fraction as i64;
+    // More whole digits than any request up to 2^64 has (20): too large.
+    if point > 21 {
+        return None;
+    }
+    let unit = 1024u128.pow(binary);
+    let (whole, rest) = if point <= 0 {
+        // Below 10^-20 of a thousandth, times a unit below 10^19: under one, so one, rounded up.
+        if point < -20 {
+            return (max >= 1).then_some(1);
+        }
+        (0, format!("{}{digits}", "0".repeat(point.unsigned_abs() as usize)))
+    } else if point as usize >= digits.len() {
+        let zeros = "0".repeat(point as usize - digits.len());
+        (format!("{digits}{zeros}").parse::<u128>().ok()?, String::new())
+    } else {
+        let (w, r) = digits.split_at(point as usize);
+        (w.parse::<u128>().ok()?, r.to_string())
+    };
+    let mut total = whole.checked_mul(unit)?;
+    // The fraction `rest / 10^len` times the unit, rounded up: multiplied digit by digit from
+    // the last (it may be longer than any integer), what passes its `len` digits is whole
+    // thousandths, and any digit left below is one more.
+    let mut carry = 0u128;
+    let mut below = false;
+    for d in rest.bytes().rev() {
+        let n = u128::from(d - b'0') * unit + carry;
+        below |= n % 10 != 0;
+        carry = n / 10;
+    }
+    total = total.checked_add(carry)?.checked_add(u128::from(below))?;
+    u64::try_from(total).ok().filter(|&t| t <= max)
+}
+
 /// Formats a byte count exactly, so that [`parse_quantity`] reads back the same value
 /// (docs/engines.md: memory is never rounded). A whole number of bytes is written in Kubernetes'
 /// canonical style: the largest binary suffix that divides it (`8Gi`, `1536Mi`), else the
@@ -136,7 +217,65 @@ mod tests {
         })
     }
 
+    /// Thousandths of a CPU or GPU exactly, rounded up as Kubernetes reads a request, and
+    /// refused past the most a reader takes rather than rounded to a double.
+    #[test]
+    fn thousandths_are_exact_and_rounded_up() {
+        let max = 1u64 << 53;
+        let t = |text: &str| thousandths_up(text, max);
+        for (text, want) in [
+            ("1", Some(1000)),
+            ("+4", Some(4000)),
+            ("500m", Some(500)),
+            ("1.5", Some(1500)),
+            ("2.5m", Some(3)),
+            ("2.4m", Some(3)),
+            ("100u", Some(1)),
+            ("1n", Some(1)),
+            ("1000000n", Some(1)),
+            ("1500000n", Some(2)),
+            ("1e-4", Some(1)),
+            ("1e-400", Some(1)),
+            ("0", Some(0)),
+            ("0.000m", Some(0)),
+            ("-0", Some(0)),
+            ("1Ki", Some(1_024_000)),
+            ("0.5Ki", Some(512_000)),
+            ("0.0001Ki", Some(103)),
+            ("2e3", Some(2_000_000)),
+            ("9007199254740992m", Some(max)),
+            ("9007199254740.992", Some(max)),
+            ("9007199254740993m", None),
+            ("9007199254740.9921", None),
+            ("1e300", None),
+            ("1Ei", None),
+            ("-1", None),
+            ("1Gb", None),
+            ("", None),
+            (".", None),
+        ] {
+            assert_eq!(t(text), want, "{text}");
+        }
+        // Exactly at a whole thousandth, a long fraction of zeros adds nothing.
+        assert_eq!(t("1.000000000000000000000000000000000000000000"), Some(1000));
+        assert_eq!(t("1.000000000000000000000000000000000000000001"), Some(1001));
+    }
+
     proptest! {
+        /// On every quantity a double holds closely, the exact thousandths are the double's,
+        /// rounded up.
+        #[test]
+        fn thousandths_agree_with_the_double_rounded_up(text in quantity_text()) {
+            let q = parse_quantity(&text).unwrap() * 1000.0;
+            if let Some(m) = thousandths_up(&text, u64::MAX) {
+                let m = m as f64;
+                let slack = 1e-9 * q.max(1.0);
+                prop_assert!(m + slack >= q && m < q + 1.0 + slack, "{} read {} from {}", text, m, q);
+            } else {
+                prop_assert!(q > 1.8e19, "{} refused at {}", text, q);
+            }
+        }
+
         #[test]
         fn printed_memory_reads_back_the_same_bytes(text in quantity_text()) {
             let bytes = parse_quantity(&text).unwrap();

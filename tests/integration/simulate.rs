@@ -311,6 +311,45 @@ fn json_lines_streams_reports_bad_lines_and_needs_no_envelope() {
 /// refused as in a `.json` or YAML history (the same words), a time of RFC 3339's shape that
 /// does not exist is refused naming its field, each line an error of its own (exit 3, the
 /// other lines replayed), and a YAML history with such a time is refused whole, with its line.
+/// A CPU or GPU request is read in exact thousandths, rounded up as Kubernetes reads one
+/// (docs/estimates.md): `100u` and `2.4m` count `1m` and `3m`, not nothing and `2m`; one
+/// thousandth past 2^53 is refused, not rounded to the nearest double.
+#[test]
+fn requests_are_exact_thousandths_rounded_up_and_refused_past_2_53() {
+    let home = temp_home();
+    let path = home.path().join("requests.jsonl");
+    let line = |id: &str, gpu: &str| {
+        format!(
+            "{{\"job\":{{\"id\":\"{id}\",\"queue\":\"q\",\"resources\":{{\"gpu\":\"{gpu}\"}}}},\"runs\":[{{\"runFor\":\"1h\",\"outcome\":\"succeeded\"}}]}}\n"
+        )
+    };
+    let hours = |gpus: &[&str]| {
+        let text: String = gpus
+            .iter()
+            .enumerate()
+            .map(|(k, g)| line(&format!("j{k}"), g))
+            .collect();
+        fs::write(&path, text).unwrap();
+        let out = simulate_infra(home.path(), &path, &["-o", "json"]);
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        (out, doc["summary"]["compute"]["gpuHours"]["recorded"].as_f64().unwrap())
+    };
+    let (out, gpu) = hours(&["100u", "2.4m", "1e-4"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(gpu, 0.005);
+    let (out, gpu) = hours(&["9007199254740992m"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(gpu, 9_007_199_254_740.992);
+    let (out, gpu) = hours(&["9007199254740993m"]);
+    assert_eq!(out.status.code(), Some(3));
+    assert_eq!(gpu, 0.0);
+    let stderr = String::from_utf8_lossy(&out.stderr).replace(&path.display().to_string(), "requests.jsonl");
+    assert!(
+        stderr.contains("error: requests.jsonl:1: job.resources.gpu: gpu `9007199254740993m` is too large\n"),
+        "{stderr}"
+    );
+}
+
 #[test]
 fn duplicate_keys_and_times_that_do_not_exist_are_errors_with_file_line_and_field() {
     let home = temp_home();

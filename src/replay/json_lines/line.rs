@@ -199,22 +199,26 @@ struct ResourcesIn<'a> {
 
 impl ResourcesIn<'_> {
     fn into_model(self) -> Option<Resources> {
-        let quantity = |s: Option<Str<'_>>| -> Option<Option<f64>> {
+        let quantity = |s: Option<&Str<'_>>| -> Option<Option<f64>> {
             match s {
                 None => Some(None),
                 Some(s) => parse_quantity(&s.0).ok().filter(|q| *q >= 0.0).map(Some),
             }
         };
-        let milli = |q: Option<f64>| -> Option<Option<u64>> {
-            match q {
+        // The text read again for its exact thousandths, once `quantity` has said it is one.
+        let milli = |s: Option<Str<'_>>| -> Option<Option<u64>> {
+            match s {
                 None => Some(None),
-                Some(q) => Resources::milli(q).map(Some),
+                Some(s) => {
+                    quantity(Some(&s))?;
+                    Resources::milli(&s.0).map(Some)
+                }
             }
         };
         Some(Resources {
-            cpu_milli: milli(quantity(self.cpu)?)?,
-            memory: quantity(self.memory)?,
-            gpu_milli: milli(quantity(self.gpu)?)?,
+            cpu_milli: milli(self.cpu)?,
+            memory: quantity(self.memory.as_ref())?,
+            gpu_milli: milli(self.gpu)?,
         })
     }
 }
