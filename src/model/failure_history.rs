@@ -25,7 +25,7 @@ use crate::diag::{index, quote, Diagnostic};
 use crate::yaml::Node;
 
 use super::decode::Decoder;
-use super::duration::GoDuration;
+use super::duration::{DurationError, GoDuration};
 use super::policy::{Action, Condition};
 use super::quantity::{parse_quantity, thousandths_up};
 pub use super::timestamp::{TimeError, Timestamp};
@@ -505,10 +505,14 @@ fn decode_run(dec: &mut Decoder, node: &Node, path: &str) -> Run {
     if let Some(v) = f.get("startedAt") {
         let p = f.path_of("startedAt");
         if let Some(s) = dec.string(v, &p) {
-            if let Ok(d) = GoDuration::parse(&s) {
-                run.started_at = Some(StartedAt::Offset(d));
-            } else {
-                match Timestamp::read(&s) {
+            match GoDuration::parse(&s) {
+                Ok(d) => run.started_at = Some(StartedAt::Offset(d)),
+                // A duration, but one no start can be: said as `runFor`'s would be, not as a
+                // time of the wrong shape.
+                Err(e @ (DurationError::TooLarge | DurationError::Negative)) => {
+                    dec.error(v, "invalid-value", &p, format!("invalid start {}: {e}", quote(&s)))
+                }
+                Err(_) => match Timestamp::read(&s) {
                     Ok(t) => run.started_at = Some(StartedAt::Absolute(t)),
                     Err(e) => dec.error(
                         v,
@@ -521,7 +525,7 @@ fn decode_run(dec: &mut Decoder, node: &Node, path: &str) -> Run {
                             "expected a duration since submission (`90s`) or an RFC 3339 time",
                         ),
                     ),
-                }
+                },
             }
         }
         if f.get("queuedFor").is_some() {

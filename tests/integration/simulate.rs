@@ -366,6 +366,9 @@ fn duplicate_keys_and_times_that_do_not_exist_are_errors_with_file_line_and_fiel
             // A character of two bytes where a digit belongs: refused, not a panic.
             "{\"job\":{\"id\":\"wide\",\"queue\":\"q\",\"submittedAt\":\"2026-01-01T00:00:0é\"},\"runs\":[{}]}\n",
             "{\"job\":{\"id\":\"wide2\",\"queue\":\"q\"},\"runs\":[{\"startedAt\":\"2026-01-01T00:00:00+0é00\"}]}\n",
+            // A duration no start can be: said as a duration's error, not as a time's shape.
+            "{\"job\":{\"id\":\"far\",\"queue\":\"q\"},\"runs\":[{\"startedAt\":\"9999999h\"}]}\n",
+            "{\"job\":{\"id\":\"before\",\"queue\":\"q\"},\"runs\":[{\"startedAt\":\"-5m\"}]}\n",
         ),
     )
     .unwrap();
@@ -382,7 +385,7 @@ fn duplicate_keys_and_times_that_do_not_exist_are_errors_with_file_line_and_fiel
         .filter(|l| l.starts_with("error: "))
         .map(|l| format!("{l}\n"))
         .collect();
-    assert!(stderr.contains("not simulated: 7 jobs with errors"), "{stderr}");
+    assert!(stderr.contains("not simulated: 9 jobs with errors"), "{stderr}");
     assert_eq!(
         errors,
         "error: strict.jsonl:2: invalid JSON at column 54: duplicate key `node` (first at column 42)\n\
@@ -391,7 +394,9 @@ fn duplicate_keys_and_times_that_do_not_exist_are_errors_with_file_line_and_fiel
          error: strict.jsonl:5: job.submittedAt: invalid time `2026-01-01T00:00:00+25:00`: offset `+25:00` is out of range (hours 00–23, minutes 00–59)\n\
          error: strict.jsonl:6: job.submittedAt: invalid time `2026-01-01T00:00:00+99:99`: offset `+99:99` is out of range (hours 00–23, minutes 00–59)\n\
          error: strict.jsonl:7: job.submittedAt: invalid time `2026-01-01T00:00:0é`, expected RFC 3339 such as `2026-01-01T00:00:00Z`\n\
-         error: strict.jsonl:8: runs[0].startedAt: invalid start `2026-01-01T00:00:00+0é00`, expected a duration since submission (`90s`) or an RFC 3339 time\n"
+         error: strict.jsonl:8: runs[0].startedAt: invalid start `2026-01-01T00:00:00+0é00`, expected a duration since submission (`90s`) or an RFC 3339 time\n\
+         error: strict.jsonl:9: runs[0].startedAt: invalid start `9999999h`: too large\n\
+         error: strict.jsonl:10: runs[0].startedAt: invalid start `-5m`: must not be negative\n"
     );
 
     let path = home.path().join("feb.yaml");
