@@ -434,7 +434,8 @@ fn busy_history() -> String {
 }
 
 /// Candidate i's contention in `tune` is `simulate -f <candidate i> --baseline …`'s, side
-/// for side, and its OVERLAP column the change of its GPU overlap.
+/// for side, its `overlapChangeHours` the candidate's overlap less that baseline's, and its
+/// OVERLAP column the change of its GPU overlap.
 #[test]
 fn tune_says_each_candidates_contention_as_simulate_does() {
     let dir = tempfile::tempdir().unwrap();
@@ -484,6 +485,16 @@ fn tune_says_each_candidates_contention_as_simulate_does() {
             c["contention"], simulated["comparison"]["contention"]["candidate"],
             "candidate {id}"
         );
+        // Its OVERLAP column's number: the candidate's overlap less simulate's baseline's.
+        let sides = &simulated["comparison"]["contention"];
+        for resource in ["gpu", "cpu"] {
+            let change = |side: &str| sides[side][resource]["overlapHours"].as_f64().unwrap();
+            assert_eq!(
+                c["overlapChangeHours"][resource].as_f64(),
+                Some(change("candidate") - change("baseline")),
+                "candidate {id}, {resource}"
+            );
+        }
         overlaps.push(c["contention"]["gpu"]["overlapHours"].as_f64().unwrap());
     }
     // The candidates do not all coincide alike: the check above compares different numbers.
