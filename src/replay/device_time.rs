@@ -28,10 +28,12 @@ impl Overflow {
             format!("job `{}`: ", self.job)
         };
         if self.figure == REQUESTS_AT_ONCE {
+            // The bound checked is the whole history's, not one pool's at one time (which is
+            // known only in the sweep): said as what was added up, not as what a pool held.
             return format!(
-                "{at}the {} can pass {} thousandths of a device (2^64 − 1), the most the contention \
-                 section adds up; check the history's `resources`, or pass --contention off",
-                self.figure,
+                "{at}the history's requests, each × twice its job's runs and one, add up past {} \
+                 thousandths of a device (2^64 − 1), the most the contention section adds up in a \
+                 pool at once; check the history's `resources`, or pass --contention off",
                 u64::MAX
             );
         }

@@ -585,9 +585,9 @@ fn requests_past_what_a_pool_holds_at_once_are_refused_not_summed_wrong() {
     fs::write(&h, jobs).unwrap();
     let (_, retries, none) = files(dir.path());
     let h = h.to_str().unwrap();
-    let refused = "error: the requests waiting or retrying at once in a pool can pass 18446744073709551615 \
-                   thousandths of a device (2^64 − 1), the most the contention section adds up; check the \
-                   history's `resources`, or pass --contention off\n";
+    let refused = "error: the history's requests, each × twice its job's runs and one, add up past \
+                   18446744073709551615 thousandths of a device (2^64 − 1), the most the contention section \
+                   adds up in a pool at once; check the history's `resources`, or pass --contention off\n";
     let runs: [Vec<&str>; 3] = [
         vec!["simulate", "--history", h, "-f", &retries, "-o", "json"],
         vec![
