@@ -126,7 +126,11 @@ fn parse_nanos(text: &str, max: u128) -> Result<u128, DurationError> {
             let mut scale = unit as u128;
             for digit in frac.bytes().take(18) {
                 scale /= 10;
-                value += (digit - b'0') as u128 * scale;
+                // Checked: a whole part just below 2^128 nanoseconds plus its fraction would
+                // wrap (a panic in a debug build, a tiny duration read in a release one).
+                value = value
+                    .checked_add((digit - b'0') as u128 * scale)
+                    .ok_or(DurationError::TooLarge)?;
             }
             total = total.checked_add(value).ok_or(DurationError::TooLarge)?;
             if total > max {
@@ -329,6 +333,20 @@ mod tests {
         assert_eq!(GoDuration::parse("5d"), Err(DurationError::UnknownUnit("d".into())));
         assert_eq!(GoDuration::parse("s"), Err(DurationError::Invalid));
         assert!(GoDuration::parse("99999999999999999999h").is_err());
+    }
+
+    /// A whole part just below 2^128 nanoseconds with a fraction after it is too large, not a
+    /// sum that wraps (a panic in a debug build, a tiny duration read in a release one).
+    #[test]
+    fn a_fraction_past_128_bits_is_too_large_not_a_wrap() {
+        for text in [
+            "340282366920938463463374607431768211.999us",
+            "340282366920938463463374607431768.999999ms",
+            "94522879700260684295381835.999999999999h",
+        ] {
+            assert_eq!(GoDuration::parse(text), Err(DurationError::TooLarge), "{text}");
+            assert_eq!(parse_nanos(text, u128::MAX), Err(DurationError::TooLarge), "{text}");
+        }
     }
 
     #[test]
