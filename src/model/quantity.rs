@@ -92,45 +92,55 @@ pub fn thousandths_up(text: &str, max: u64) -> Option<u64> {
         "E" => (0, 18),
         other => (0, other.strip_prefix(['e', 'E'])?.parse::<i32>().ok()?.into()),
     };
-    let fraction = number.split_once('.').map_or(0, |(_, f)| f.len());
-    let digits: String = number.chars().filter(|&c| c != '.').collect();
-    let digits = digits.trim_start_matches('0');
-    if digits.is_empty() {
+    // The number's digits without its point, read in place (no allocation: a history's every
+    // job has a request or two).
+    let dot = number.find('.');
+    let fraction = dot.map_or(0, |d| number.len() - d - 1);
+    let digit = |k: usize| -> u128 {
+        let at = match dot {
+            Some(d) if k >= d => k + 1,
+            _ => k,
+        };
+        u128::from(number.as_bytes()[at] - b'0')
+    };
+    let all = number.len() - usize::from(dot.is_some());
+    let lead = (0..all).take_while(|&k| digit(k) == 0).count();
+    let len = all - lead;
+    if len == 0 {
         return Some(0);
     }
     if negative {
         return None;
     }
-    // Where the decimal point falls in `digits`: the whole part before it, the fraction after.
-    let point = digits.len() as i64 + exp + 3 - fraction as i64;
+    // Where the decimal point falls among the `len` significant digits.
+    let point = len as i64 + exp + 3 - fraction as i64;
     // More whole digits than any request up to 2^64 has (20): too large.
     if point > 21 {
         return None;
     }
+    // Below 10^-20 of a thousandth, times a unit below 10^19: under one, so one, rounded up.
+    if point < -20 {
+        return (max >= 1).then_some(1);
+    }
     let unit = 1024u128.pow(binary);
-    let (whole, rest) = if point <= 0 {
-        // Below 10^-20 of a thousandth, times a unit below 10^19: under one, so one, rounded up.
-        if point < -20 {
-            return (max >= 1).then_some(1);
-        }
-        (0, format!("{}{digits}", "0".repeat(point.unsigned_abs() as usize)))
-    } else if point as usize >= digits.len() {
-        let zeros = "0".repeat(point as usize - digits.len());
-        (format!("{digits}{zeros}").parse::<u128>().ok()?, String::new())
-    } else {
-        let (w, r) = digits.split_at(point as usize);
-        (w.parse::<u128>().ok()?, r.to_string())
-    };
+    // The whole part: at most 21 digits, which 128 bits hold.
+    let whole = (0..point.max(0) as usize).fold(0u128, |n, k| n * 10 + if k < len { digit(lead + k) } else { 0 });
     let mut total = whole.checked_mul(unit)?;
-    // The fraction `rest / 10^len` times the unit, rounded up: multiplied digit by digit from
-    // the last (it may be longer than any integer), what passes its `len` digits is whole
-    // thousandths, and any digit left below is one more.
+    // The fraction times the unit, rounded up: multiplied digit by digit from the last (it may
+    // be longer than any integer; `-point` zeros before it when the point is further left),
+    // what passes the fraction's digits is whole thousandths, any digit left below one more.
     let mut carry = 0u128;
     let mut below = false;
-    for d in rest.bytes().rev() {
-        let n = u128::from(d - b'0') * unit + carry;
+    let mut step = |d: u128| {
+        let n = d * unit + carry;
         below |= n % 10 != 0;
         carry = n / 10;
+    };
+    for k in (point.max(0) as usize..len).rev() {
+        step(digit(lead + k));
+    }
+    for _ in 0..(-point).max(0) {
+        step(0);
     }
     total = total.checked_add(carry)?.checked_add(u128::from(below))?;
     u64::try_from(total).ok().filter(|&t| t <= max)
