@@ -161,6 +161,7 @@ mod sorted_deltas {
 
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Map, D::Error> {
         let v: Vec<(i64, i64)> = Vec::deserialize(d)?;
+        super::base::check_changes(v.iter().map(|&(s, d)| (0, s, d))).map_err(serde::de::Error::custom)?;
         Ok(v.into_iter().collect())
     }
 }

@@ -531,3 +531,73 @@ fn a_device_time_past_2_128_names_the_partial_that_holds_it() {
         assert!(!err.contains(&format!("`{}`", p[1])), "{order:?}: {err}");
     }
 }
+
+/// What the merge adds up or indexes by, resealed out of what a shard can write: a
+/// decision's rule past the rules a policy has, a window's change at a step no time has, of
+/// a count no jobs make, of a name past the partial's names. Each refused as damaged, exit
+/// 3, never an overflow, a table of that many slots or an index out of bounds.
+#[test]
+fn rules_and_window_changes_no_shard_writes_are_damaged() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    fs::create_dir(d.join("new")).unwrap();
+    fs::copy("testdata/policies/valid/infra.yaml", d.join("new/infra.yaml")).unwrap();
+    let h: String = (0..4)
+        .map(|i| {
+            format!(
+                "{{\"job\":{{\"id\":\"j{i}\",\"queue\":\"q\",\"submittedAt\":\"2026-11-0{}T10:00:00Z\"}},\"runs\":[{{\"node\":\"n{i}\",\"runFor\":\"1h\",\"conditions\":[\"Preempted\"]}},{{\"runFor\":\"1h\",\"outcome\":\"succeeded\"}}]}}\n",
+                i + 1
+            )
+        })
+        .collect();
+    fs::write(d.join("h.jsonl"), h).unwrap();
+    let p = shards(d, "r", &["simulate", "-f", "new", "--history", "h.jsonl"], 2);
+    let text = fs::read_to_string(d.join(&p[0])).unwrap();
+    let damaged = |edited: String, why: &str| {
+        fs::write(d.join("bad.json"), reseal(&edited)).unwrap();
+        let said = refused(d, &["bad.json", &p[1]]);
+        assert!(
+            said.starts_with(&format!("error: `bad.json` is damaged: {why}")),
+            "{said}"
+        );
+        assert!(said.ends_with(CLOSING), "{said}");
+    };
+    assert!(text.contains("\"rule\":{\"Index\":0}"), "{text}");
+    damaged(
+        text.replacen("\"rule\":{\"Index\":0}", "\"rule\":{\"Index\":4294967295}", 1),
+        "entry 1: run 0's decision names rule `4294967295`, past the 100 rules a policy can have",
+    );
+    // The detector's changes (`[step, change]`) and a mix's (`[name, step, change]`).
+    let end = end_of(&text).to_string();
+    let changes = "\"detector\":{\"deltas\":[[";
+    let detector = end.find(changes).expect("the detector's changes") + changes.len();
+    let step = &end[detector..detector + end[detector..].find(',').unwrap()];
+    let edit = |from: &str, to: &str| {
+        assert!(end.contains(from), "{from} in {end}");
+        edit_end(&text, |e| {
+            *e = serde_json::from_str(&end.replacen(from, to, 1)).unwrap()
+        })
+    };
+    let at = format!("\"detector\":{{\"deltas\":[[{step},");
+    damaged(
+        edit(&at, "\"detector\":{\"deltas\":[[-9223372036854775808,"),
+        "its end: a window's change at step `-9223372036854775808`, which no time has",
+    );
+    damaged(
+        edit(&format!("{at}1]"), &format!("{at}9223372036854775807]")),
+        "its end: a window's change of `9223372036854775807`, which no count of jobs makes",
+    );
+    damaged(
+        edit(&format!("{at}1]"), &format!("{at}2]")),
+        "its end: a window's count that never ends",
+    );
+    let names = end.find("\"failingJobs\":").expect("a mix's names");
+    let deltas = names + end[names..].find("\"deltas\":[[").unwrap() + "\"deltas\":[[".len();
+    let id = &end[deltas..deltas + end[deltas..].find(',').unwrap()];
+    let mut edited = end.clone();
+    edited.replace_range(deltas..deltas + id.len(), "4294967295");
+    damaged(
+        edit_end(&text, |e| *e = serde_json::from_str(&edited).unwrap()),
+        "its end: a window's change of name `4294967295`, past the",
+    );
+}

@@ -63,6 +63,42 @@ pub(super) fn step_of(t: i64) -> i64 {
     t.div_euclid(STEP)
 }
 
+/// Changes of a count by window start (`(key, step, change)`, sorted by key then step), as
+/// a partial's totals hold them, checked to be what counting writes: each start a step some
+/// time has (its window's end one past it), and each key's count never below nothing and
+/// back to nothing after its last change. A partial is input (resealed by hand, it passes its
+/// checksum): a change no count makes would be an overflow, or an index past its names, in
+/// the sums the merge makes of them.
+pub(crate) fn check_changes(changes: impl Iterator<Item = (u32, i64, i64)>) -> Result<(), String> {
+    let (first, last) = (step_of(i64::MIN), step_of(i64::MAX) + 1);
+    let mut at: Option<(u32, i64)> = None;
+    let mut count: i64 = 0;
+    for (key, step, change) in changes {
+        if !(first..=last).contains(&step) {
+            return Err(format!("a window's change at step `{step}`, which no time has"));
+        }
+        match at {
+            Some((k, s)) if (k, s) >= (key, step) => return Err("the windows' changes out of order".into()),
+            Some((k, _)) if k != key && count != 0 => return Err("a window's count that never ends".into()),
+            _ => {}
+        }
+        if at.is_some_and(|(k, _)| k != key) {
+            count = 0;
+        }
+        // More than 2^32 failing jobs in one window of one shard is no history's: past it,
+        // the merge's sums of counts over the span could pass 64 bits.
+        count = count
+            .checked_add(change)
+            .filter(|&c| (0..=1 << 32).contains(&c))
+            .ok_or_else(|| format!("a window's change of `{change}`, which no count of jobs makes"))?;
+        at = Some((key, step));
+    }
+    if count != 0 {
+        return Err("a window's count that never ends".into());
+    }
+    Ok(())
+}
+
 /// The figures the windows were tested by: the mean `k` of all windows, `B`, and whether
 /// `λ_w` was by hour of day.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]

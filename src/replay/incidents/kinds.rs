@@ -90,7 +90,10 @@ impl Expected {
     pub fn of(grid: Grid, segments: &[(i64, i64, u64)], first: i64, last: i64) -> Expected {
         let (per_hour, per_day) = (grid.per_hour, grid.per_day());
         let windows = (last - first + 1).max(0) as u64;
-        let total: u64 = segments.iter().map(|(a, b, k)| (b - a + 1) as u64 * k).sum();
+        // Saturating: a partial's counts are input (each change checked, their sums not).
+        let total: u64 = segments.iter().fold(0u64, |t, (a, b, k)| {
+            t.saturating_add(((b - a + 1) as u64).saturating_mul(*k))
+        });
         let mean = if windows == 0 {
             0.0
         } else {
@@ -107,13 +110,15 @@ impl Expected {
             while s <= b {
                 let hour = s.div_euclid(per_hour);
                 let end = b.min(hour * per_hour + per_hour - 1);
-                *sums.entry(hour).or_default() += (end - s + 1) as u64 * k;
+                let sum = sums.entry(hour).or_default();
+                *sum = sum.saturating_add(((end - s + 1) as u64).saturating_mul(k));
                 s = end + 1;
             }
         }
         let mut hour_sum = [0u64; 24];
         for (hour, sum) in &sums {
-            hour_sum[hour.rem_euclid(24) as usize] += sum;
+            let at = &mut hour_sum[hour.rem_euclid(24) as usize];
+            *at = at.saturating_add(*sum);
         }
         let hour_windows = std::array::from_fn(|h| starts_at_hour(grid, first, last, h as i64));
         Expected {
@@ -227,7 +232,7 @@ type Fast<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
 #[serde(
     rename_all = "camelCase",
     deny_unknown_fields,
-    from = "NamesRecord",
+    try_from = "NamesRecord",
     into = "NamesRecord"
 )]
 struct Names {
@@ -251,15 +256,33 @@ struct NamesRecord {
     past: bool,
 }
 
-impl From<NamesRecord> for Names {
-    fn from(r: NamesRecord) -> Names {
-        Names {
+impl TryFrom<NamesRecord> for Names {
+    type Error = String;
+
+    /// As counting writes it (a partial is input): a count a name, each change a name's, and
+    /// the changes what counting makes ([`super::base::check_changes`]).
+    fn try_from(r: NamesRecord) -> Result<Names, String> {
+        if r.failing_jobs.len() != r.names.len() {
+            return Err(format!(
+                "{} names with {} counts of jobs",
+                r.names.len(),
+                r.failing_jobs.len()
+            ));
+        }
+        if let Some(&(id, _, _)) = r.deltas.iter().find(|(id, _, _)| *id as usize >= r.names.len()) {
+            return Err(format!(
+                "a window's change of name `{id}`, past the {} names",
+                r.names.len()
+            ));
+        }
+        super::base::check_changes(r.deltas.iter().copied())?;
+        Ok(Names {
             ids: r.names.iter().enumerate().map(|(i, n)| (n.clone(), i as u32)).collect(),
             names: r.names,
             jobs: r.failing_jobs,
             deltas: r.deltas.into_iter().map(|(id, s, d)| ((id, s), d)).collect(),
             past: r.past,
-        }
+        })
     }
 }
 

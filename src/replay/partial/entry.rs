@@ -12,9 +12,10 @@
 
 use serde::Deserialize;
 
-use crate::engine::JobReport;
+use crate::engine::{JobReport, RuleRef};
 use crate::model::duration::GoDuration;
 use crate::model::failure_history::Final;
+use crate::model::validate::MAX_RULES;
 use crate::replay::compare::{JobDiff, Side, Transition};
 use crate::replay::source::Pos;
 use crate::replay::spool::Changed;
@@ -209,6 +210,9 @@ impl TryFrom<EntryIn> for Entry {
         if e.n.is_some() && change.as_ref().is_none_or(|c| c.diff.pending()) {
             return Err("only a changed job with no side Pending has an `n`".into());
         }
+        if let Some(job) = &e.job {
+            rules_within(job)?;
+        }
         let items = [
             e.job.map(Item::Job),
             change.map(Item::Change),
@@ -227,6 +231,22 @@ impl TryFrom<EntryIn> for Entry {
             item,
         })
     }
+}
+
+/// Every decision's rule is one a policy can have ([`MAX_RULES`] a policy): the summary
+/// counts decisions by rule, in a slot a rule, so a rule index no shard writes would be an
+/// overflow or a table of that many slots.
+fn rules_within(job: &JobReport) -> Result<(), String> {
+    for (k, run) in job.runs.iter().enumerate() {
+        if let Some(RuleRef::Index(i)) = run.decision.as_ref().and_then(|d| d.rule) {
+            if i >= MAX_RULES {
+                return Err(format!(
+                    "run {k}'s decision names rule `{i}`, past the {MAX_RULES} rules a policy can have"
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// `{"at":[A,B],…`: what every recorder writes first, read without decoding the rest.
