@@ -217,6 +217,15 @@ fn read_capped(body: impl Read, cap: u64) -> Result<(String, bool), String> {
         .map_err(|e| format!("reading it failed: {}", root_cause(&e)))?;
     let cut = bytes.len() as u64 > cap;
     bytes.truncate(cap as usize);
+    if cut {
+        // The cap can fall inside a character: that character is cut, not the text "not
+        // UTF-8" (the caller says the body was too long).
+        if let Err(e) = std::str::from_utf8(&bytes) {
+            if e.error_len().is_none() {
+                bytes.truncate(e.valid_up_to());
+            }
+        }
+    }
     String::from_utf8(bytes)
         .map(|t| (t, cut))
         .map_err(|_| "not UTF-8".to_string())
@@ -685,6 +694,17 @@ mod tests {
 
     fn read(body: &str) -> Result<(String, bool), String> {
         error_string(body.as_bytes())
+    }
+
+    /// A body cut at its cap inside a character is that much text, cut (the caller says it
+    /// was too long), not "not UTF-8"; bytes that are not UTF-8 before the cap still are.
+    #[test]
+    fn a_body_cut_inside_a_character_is_cut_text() {
+        assert_eq!(read_capped("abé".as_bytes(), 3), Ok(("ab".into(), true)));
+        assert_eq!(read_capped("ab€x".as_bytes(), 4), Ok(("ab".into(), true)));
+        assert_eq!(read_capped("abé".as_bytes(), 4), Ok(("abé".into(), false)));
+        assert_eq!(read_capped(&b"a\xffbcd"[..], 3), Err("not UTF-8".into()));
+        assert_eq!(read_capped(&b"abc\xff"[..], 4), Err("not UTF-8".into()));
     }
 
     #[test]
