@@ -20,39 +20,39 @@ pub fn parse_quantity(text: &str) -> Result<f64, String> {
         );
     }
     let value: f64 = number.parse().map_err(|_| format!("`{number}` is not a number"))?;
-    let multiplier = match suffix {
-        "" => 1.0,
-        "Ki" => 1024f64,
-        "Mi" => 1024f64.powi(2),
-        "Gi" => 1024f64.powi(3),
-        "Ti" => 1024f64.powi(4),
-        "Pi" => 1024f64.powi(5),
-        "Ei" => 1024f64.powi(6),
-        "n" => 1e-9,
-        "u" => 1e-6,
-        "m" => 1e-3,
-        "k" => 1e3,
-        "M" => 1e6,
-        "G" => 1e9,
-        "T" => 1e12,
-        "P" => 1e15,
-        "E" => 1e18,
-        other => {
-            let exp = other
-                .strip_prefix('e')
-                .or_else(|| other.strip_prefix('E'))
-                .ok_or_else(|| format!("unable to parse quantity's suffix `{other}`"))?;
-            let exp: i32 = exp
-                .parse()
-                .map_err(|_| format!("unable to parse quantity's suffix `{other}`"))?;
-            10f64.powi(exp)
-        }
-    };
+    let (binary, exp) = scale(suffix).ok_or_else(|| format!("unable to parse quantity's suffix `{suffix}`"))?;
+    // Exact for every suffix: powers of 1024 and 10 up to 10^22 are doubles, and a negative
+    // power is one correctly rounded division (`1e-9` itself).
+    let multiplier = 1024f64.powi(binary as i32) * 10f64.powi(exp);
     let result = value * multiplier;
     if !result.is_finite() {
         return Err("quantity is too large".into());
     }
     Ok(result)
+}
+
+/// A quantity's suffix as the power of 1024 and the power of 10 it multiplies by (`Ki`:
+/// `(1, 0)`, `m`: `(0, -3)`, `e6`: `(0, 6)`); `None` for a suffix Kubernetes does not read.
+fn scale(suffix: &str) -> Option<(u32, i32)> {
+    Some(match suffix {
+        "" => (0, 0),
+        "Ki" => (1, 0),
+        "Mi" => (2, 0),
+        "Gi" => (3, 0),
+        "Ti" => (4, 0),
+        "Pi" => (5, 0),
+        "Ei" => (6, 0),
+        "n" => (0, -9),
+        "u" => (0, -6),
+        "m" => (0, -3),
+        "k" => (0, 3),
+        "M" => (0, 6),
+        "G" => (0, 9),
+        "T" => (0, 12),
+        "P" => (0, 15),
+        "E" => (0, 18),
+        other => (0, other.strip_prefix(['e', 'E'])?.parse().ok()?),
+    })
 }
 
 /// A quantity of CPUs or GPUs in whole thousandths, exactly and rounded **up**, as Kubernetes'
@@ -73,25 +73,8 @@ pub fn thousandths_up(text: &str, max: u64) -> Option<u64> {
         return None;
     }
     // Value = digits × 1024^binary × 10^exp; in thousandths, × 10^3 more.
-    let (binary, exp): (u32, i64) = match suffix {
-        "" => (0, 0),
-        "Ki" => (1, 0),
-        "Mi" => (2, 0),
-        "Gi" => (3, 0),
-        "Ti" => (4, 0),
-        "Pi" => (5, 0),
-        "Ei" => (6, 0),
-        "n" => (0, -9),
-        "u" => (0, -6),
-        "m" => (0, -3),
-        "k" => (0, 3),
-        "M" => (0, 6),
-        "G" => (0, 9),
-        "T" => (0, 12),
-        "P" => (0, 15),
-        "E" => (0, 18),
-        other => (0, other.strip_prefix(['e', 'E'])?.parse::<i32>().ok()?.into()),
-    };
+    let (binary, exp) = scale(suffix)?;
+    let exp = i64::from(exp);
     // The number's digits without its point, read in place (no allocation: a history's every
     // job has a request or two).
     let dot = number.find('.');
@@ -197,6 +180,28 @@ mod tests {
         assert_eq!(parse_quantity("100m"), Ok(0.1));
         assert_eq!(parse_quantity("1e3"), Ok(1000.0));
         assert_eq!(parse_quantity("-1Gi"), Ok(-((1u64 << 30) as f64)));
+        // Each suffix's multiplier is the double its literal is.
+        for (text, want) in [
+            ("1n", 1e-9),
+            ("1u", 1e-6),
+            ("1m", 1e-3),
+            ("1k", 1e3),
+            ("1M", 1e6),
+            ("1G", 1e9),
+            ("1T", 1e12),
+            ("1P", 1e15),
+            ("1E", 1e18),
+            ("1e-9", 1e-9),
+            ("1e22", 1e22),
+            ("3Ei", 3.0 * 1024f64.powi(6)),
+        ] {
+            assert_eq!(parse_quantity(text), Ok(want), "{text}");
+        }
+        assert_eq!(parse_quantity("1e400"), Err("quantity is too large".into()));
+        assert_eq!(
+            parse_quantity("1x"),
+            Err("unable to parse quantity's suffix `x`".into())
+        );
         assert!(parse_quantity("1Gb").is_err());
         assert!(parse_quantity("abc").is_err());
         assert!(parse_quantity("").is_err());
