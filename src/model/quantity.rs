@@ -62,6 +62,16 @@ fn scale(suffix: &str) -> Option<(u32, i32)> {
 /// not the nearest double.
 pub fn thousandths_up(text: &str, max: u64) -> Option<u64> {
     let s = text.trim();
+    // The usual request, whole devices (`4`) or thousandths (`500m`) in at most 15 digits:
+    // read directly (a history's every job has one or two).
+    let (digits, per) = match s.strip_suffix('m') {
+        Some(d) => (d, 1),
+        None => (s, 1000),
+    };
+    if (1..=15).contains(&digits.len()) && digits.bytes().all(|b| b.is_ascii_digit()) {
+        let n = digits.bytes().fold(0u64, |n, b| n * 10 + u64::from(b - b'0')) * per;
+        return (n <= max).then_some(n);
+    }
     let (negative, s) = match s.as_bytes().first() {
         Some(b'-') => (true, &s[1..]),
         Some(b'+') => (false, &s[1..]),

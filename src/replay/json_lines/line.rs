@@ -205,14 +205,12 @@ impl ResourcesIn<'_> {
                 Some(s) => parse_quantity(&s.0).ok().filter(|q| *q >= 0.0).map(Some),
             }
         };
-        // The text read again for its exact thousandths, once `quantity` has said it is one.
+        // Exact thousandths: `None` for a text that is no quantity, a negative or an absurd one
+        // alike (the strict decoder then says which).
         let milli = |s: Option<Str<'_>>| -> Option<Option<u64>> {
             match s {
                 None => Some(None),
-                Some(s) => {
-                    quantity(Some(&s))?;
-                    Resources::milli(&s.0).map(Some)
-                }
+                Some(s) => Resources::milli(&s.0).map(Some),
             }
         };
         Some(Resources {
