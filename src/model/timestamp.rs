@@ -261,8 +261,8 @@ mod read_tests {
                     let mut text = valid.to_string();
                     text.replace_range(at..at + 1, &wide.to_string());
                     assert_eq!(Timestamp::read(&text), Err(TimeError::Shape), "{text}");
-                    // And in place of the byte before the last two, where an offset's colon
-                    // belongs when the character widens the text.
+                    // And the time cut there, ending in the character: shorter than any
+                    // time, refused whatever it holds.
                     text.truncate(at);
                     text.push(wide);
                     assert!(Timestamp::read(&text).is_err(), "{text}");

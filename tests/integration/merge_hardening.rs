@@ -589,7 +589,7 @@ fn rules_and_window_changes_no_shard_writes_are_damaged() {
     );
     damaged(
         edit(&format!("{at}1]"), &format!("{at}2]")),
-        "its end: a window's count that never ends",
+        "its end: a window's count that never ends (after step `",
     );
     let names = end.find("\"failingJobs\":").expect("a mix's names");
     let deltas = names + end[names..].find("\"deltas\":[[").unwrap() + "\"deltas\":[[".len();

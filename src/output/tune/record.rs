@@ -67,13 +67,8 @@ pub(super) fn candidate_json(s: &Scored, categorized: bool) -> Value {
         // The OVERLAP column's number, GPU's and CPU's: the candidate's baseline is not in the
         // record (each settings group has its own), so its side alone could not give it.
         if let Some(k) = &c.contention {
-            m.insert(
-                "overlapChangeHours".into(),
-                json!({
-                    "gpu": k.candidate.gpu.overlap_hours - k.baseline.gpu.overlap_hours,
-                    "cpu": k.candidate.cpu.overlap_hours - k.baseline.cpu.overlap_hours,
-                }),
-            );
+            let [gpu, cpu] = k.overlap_change();
+            m.insert("overlapChangeHours".into(), json!({"gpu": gpu, "cpu": cpu}));
         }
     }
     v

@@ -124,11 +124,12 @@ pub(super) fn contention_sharded(r: &Ranked) -> bool {
 pub(super) fn overlap_change(s: &Scored) -> Option<String> {
     let c = s.tally.comparison.contention.as_ref()?;
     let holds = |r: &crate::replay::contention::Resource| r.queued_hours > 0.0 || r.retry_hours > 0.0;
-    let (b, k, unit) = match holds(&c.baseline.gpu) || holds(&c.candidate.gpu) {
-        true => (&c.baseline.gpu, &c.candidate.gpu, "GPU-h"),
-        false => (&c.baseline.cpu, &c.candidate.cpu, "CPU-h"),
+    let [gpu, cpu] = c.overlap_change();
+    let (change, unit) = match holds(&c.baseline.gpu) || holds(&c.candidate.gpu) {
+        true => (gpu, "GPU-h"),
+        false => (cpu, "CPU-h"),
     };
-    Some(format!("{} {unit}", signed_hours(k.overlap_hours - b.overlap_hours)))
+    Some(format!("{} {unit}", signed_hours(change)))
 }
 
 /// The candidate's collisions: its Retry decisions on runs whose pod the executor keeps

@@ -114,3 +114,13 @@ pub struct OfComparison {
     pub baseline: Side,
     pub candidate: Side,
 }
+
+impl OfComparison {
+    /// The candidate's overlap less the baseline's, GPU's and CPU's, in hours.
+    pub fn overlap_change(&self) -> [f64; 2] {
+        [
+            self.candidate.gpu.overlap_hours - self.baseline.gpu.overlap_hours,
+            self.candidate.cpu.overlap_hours - self.baseline.cpu.overlap_hours,
+        ]
+    }
+}

@@ -77,13 +77,16 @@ pub(crate) fn check_changes(changes: impl Iterator<Item = (u32, i64, i64)>) -> R
         if !(first..=last).contains(&step) {
             return Err(format!("a window's change at step `{step}`, which no time has"));
         }
-        match at {
-            Some((k, s)) if (k, s) >= (key, step) => return Err("the windows' changes out of order".into()),
-            Some((k, _)) if k != key && count != 0 => return Err("a window's count that never ends".into()),
-            _ => {}
-        }
-        if at.is_some_and(|(k, _)| k != key) {
-            count = 0;
+        if let Some((k, s)) = at {
+            if (k, s) >= (key, step) {
+                return Err(format!(
+                    "a window's change at step `{step}` out of order (after step `{s}`)"
+                ));
+            }
+            // A key's count is back to nothing before the next key's first change.
+            if k != key && count != 0 {
+                return Err(format!("a window's count that never ends (after step `{s}`)"));
+            }
         }
         // More than 2^32 failing jobs in one window of one shard is no history's: past it,
         // the merge's sums of counts over the span could pass 64 bits.
@@ -93,8 +96,8 @@ pub(crate) fn check_changes(changes: impl Iterator<Item = (u32, i64, i64)>) -> R
             .ok_or_else(|| format!("a window's change of `{change}`, which no count of jobs makes"))?;
         at = Some((key, step));
     }
-    if count != 0 {
-        return Err("a window's count that never ends".into());
+    if let (Some((_, s)), true) = (at, count != 0) {
+        return Err(format!("a window's count that never ends (after step `{s}`)"));
     }
     Ok(())
 }
