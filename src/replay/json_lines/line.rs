@@ -199,7 +199,7 @@ struct ResourcesIn<'a> {
 
 impl ResourcesIn<'_> {
     fn into_model(self) -> Option<Resources> {
-        let quantity = |s: Option<&Str<'_>>| -> Option<Option<f64>> {
+        let quantity = |s: Option<Str<'_>>| -> Option<Option<f64>> {
             match s {
                 None => Some(None),
                 Some(s) => parse_quantity(&s.0).ok().filter(|q| *q >= 0.0).map(Some),
@@ -215,7 +215,7 @@ impl ResourcesIn<'_> {
         };
         Some(Resources {
             cpu_milli: milli(self.cpu)?,
-            memory: quantity(self.memory.as_ref())?,
+            memory: quantity(self.memory)?,
             gpu_milli: milli(self.gpu)?,
         })
     }
