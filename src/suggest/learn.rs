@@ -257,6 +257,9 @@ pub struct Learning {
     pub detector: Detector,
     /// Every queue's failed runs' exit codes, by container (`suggest::exits`).
     pub exits: ExitCodes,
+    /// Jobs of other queues than `--queue`: read (for the incident windows and the exit
+    /// codes) and not learned from.
+    pub other_queues: u64,
 }
 
 impl Default for Learning {
@@ -284,6 +287,7 @@ impl Learning {
             trials: TrialCount::default(),
             detector: Detector::default(),
             exits: ExitCodes::default(),
+            other_queues: 0,
         }
     }
 
@@ -330,6 +334,7 @@ impl Learning {
             trials: self.trials,
             detector: self.detector,
             exits: self.exits,
+            other_queues: self.other_queues,
         }
     }
 
@@ -347,6 +352,7 @@ impl Learning {
         self.trials.merge(&t.trials);
         self.detector.merge(&t.detector);
         self.exits.merge(t.exits);
+        self.other_queues += t.other_queues;
         Ok(())
     }
 
@@ -371,6 +377,8 @@ pub struct ShardLearning {
     detector: Detector,
     #[serde(default)]
     exits: ExitCodes,
+    #[serde(default)]
+    other_queues: u64,
 }
 
 #[cfg(test)]

@@ -100,6 +100,45 @@ fn a_directory_of_two_history_files_merges_to_one_process() {
     every_split(dir.path(), "d", &args, &[2, 7], &["json", "table"]);
 }
 
+/// `--queue ml` over a week of two queues: each shard reads every queue's jobs (the incident
+/// windows are the cluster's) and learns from `ml`'s alone, as one process does. A shard once
+/// learned from every queue: its merge proposed a rule for the other queue's failures and
+/// gave another verdict and exit status than one process.
+#[test]
+fn a_sharded_suggest_of_one_queue_learns_from_that_queue_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = root().join("testdata/suggest/two-queues");
+    fs::copy(data.join("week.jsonl"), dir.path().join("week.jsonl")).unwrap();
+    fs::create_dir(dir.path().join("current")).unwrap();
+    for f in ["policies.yaml", "executor.yaml"] {
+        fs::copy(data.join("current").join(f), dir.path().join("current").join(f)).unwrap();
+    }
+    let args = [
+        "suggest",
+        "--history",
+        "week.jsonl",
+        "--queue",
+        "ml",
+        "--baseline",
+        "current/",
+    ];
+    for format in ["json", "table"] {
+        let mut all = args.to_vec();
+        all.extend(["-o", format]);
+        let whole = run(dir.path(), &all);
+        let stderr = String::from_utf8_lossy(&whole.stderr);
+        assert!(
+            stderr.contains("note: learned from queue `ml` alone: 10 jobs of other queues were compared"),
+            "{}",
+            format_output(&whole)
+        );
+        for n in [2, 3] {
+            let partials = shards(dir.path(), &format!("q{format}{n}"), &args, n);
+            merges_to(dir.path(), &whole, &partials, format, &format!("{args:?}"));
+        }
+    }
+}
+
 /// `args` refused before anything is read (stdin included): exit 2, nothing on stdout; its
 /// stderr.
 fn usage_error(dir: &Path, args: &[&str]) -> String {

@@ -252,12 +252,20 @@ impl FileSource {
 
 /// What `--queue` left out of a file, a directory or stdin (docs/simulate.md "Inputs").
 pub fn left_out_words(q: &OneQueue) -> String {
-    let n = q.left_out();
-    format!(
-        "left out {} of other queues than `{}` (`--queue`)",
-        crate::engine::job_report::plural(n, "job", "jobs"),
-        q.name()
-    )
+    left_out_note(q.name(), q.left_out(), false)
+}
+
+/// What `--queue` (`queue`) left out: `n` jobs of other queues. `learned_only`: suggest's,
+/// when it compared every queue (its proposal changes the cluster's categorizer): they were
+/// left out of its learning only.
+pub fn left_out_note(queue: &str, n: u64, learned_only: bool) -> String {
+    let jobs = crate::engine::job_report::plural(n, "job", "jobs");
+    match learned_only {
+        false => format!("left out {jobs} of other queues than `{queue}` (`--queue`)"),
+        true => format!(
+            "learned from queue `{queue}` alone: {jobs} of other queues were compared, since the proposal changes the cluster's categorizer, and not learned from"
+        ),
+    }
 }
 
 /// An empty history (docs/cli.md): with `--queue`, no job of that queue, and the queues its
@@ -344,15 +352,11 @@ impl End {
     /// connection's error, or exit 1 with `--strict` and rows left out.
     pub fn finish(self, ctx: &mut Context, code: ExitCode) -> anyhow::Result<ExitCode> {
         if let Some(q) = self.one_queue.as_ref().filter(|q| q.left_out() > 0) {
-            match self.learned_only {
-                false => writeln!(ctx.err, "note: {}", left_out_words(q))?,
-                true => writeln!(
-                    ctx.err,
-                    "note: learned from queue `{}` alone: {} of other queues were compared, since the proposal changes the cluster's categorizer, and not learned from",
-                    q.name(),
-                    crate::engine::job_report::plural(q.left_out(), "job", "jobs"),
-                )?,
-            }
+            writeln!(
+                ctx.err,
+                "note: {}",
+                left_out_note(q.name(), q.left_out(), self.learned_only)
+            )?;
         }
         let Some((state, queue)) = self.export else {
             return Ok(code);

@@ -108,9 +108,10 @@ pub fn learn<S: HistorySource>(
 ) -> anyhow::Result<Pass1> {
     let (shard, mut partial) = shard.unzip();
     let copy = shard.is_none();
-    // One process copies every queue's jobs and learns from `--queue`'s: the filter is the
-    // workers' here, not the source's. A shard learns from its queue's alone.
-    let queue = if copy { source.one_queue() } else { None };
+    // Every queue's jobs are read and `--queue`'s learned from, in one process and in a shard
+    // alike: the filter is the workers' here, not the source's, since the incident windows
+    // are the cluster's and one process copies every queue's jobs.
+    let queue = source.one_queue();
     let source = EveryQueue(source);
     let mut pass = Pass1 {
         // A sharded suggest reads files, by byte range: shard 0 is the first in the source.
@@ -239,6 +240,7 @@ pub fn learn<S: HistorySource>(
     }
     pass.unsaid = unsaid;
     pass.segments = Arc::new(segments);
+    pass.learning.other_queues = pass.queue.as_ref().map_or(0, OneQueue::left_out);
     if let Some(e) = failed {
         return Err(cannot_spool(e));
     }

@@ -8,7 +8,7 @@ use crate::app::Context;
 use crate::cli::{MergeArgs, MergeOutput, SuggestOutput};
 use crate::commands::replay::merged::{add_totals, check_all, damaged, not_an_output, problem, read_error, run_of};
 use crate::commands::replay::sides::resolve;
-use crate::commands::replay::source::FileSource;
+use crate::commands::replay::source::{left_out_note, FileSource};
 use crate::error::ExitCode;
 use crate::output::mode::Baseline;
 use crate::replay::partial::counts::{Counts, Sums};
@@ -124,7 +124,17 @@ fn conclude_merged(
         let at = suggest.sides.spec.backtest_time();
         pass.unsaid = learn(ctx.style, files, &baseline, at, suggest.sides.spec.look(), None)?.unsaid;
     }
-    Ok(conclude(ctx, &suggest, &baseline, Baseline::Files, pass)?.code)
+    let other_queues = pass.learning.other_queues;
+    let done = conclude(ctx, &suggest, &baseline, Baseline::Files, pass)?;
+    // The shards' jobs of other queues than `--queue`, said as one process says them.
+    if let Some(queue) = run.spec.queue.as_deref().filter(|_| other_queues > 0) {
+        writeln!(
+            ctx.err,
+            "note: {}",
+            left_out_note(queue, other_queues, done.every_queue)
+        )?;
+    }
+    Ok(done.code)
 }
 
 /// A sharded suggest's partials: their learning folded in shard order (byte ranges: the
