@@ -313,6 +313,9 @@ pub struct Rule {
 #[derive(Debug, Clone, Default)]
 pub struct Look {
     pub known: std::sync::Arc<Windows>,
+    /// The bursts and surges an earlier pass found (learned from, not left out): said as
+    /// that pass found them.
+    pub busy: std::sync::Arc<[(Window, Kind)]>,
     pub detect: bool,
 }
 
@@ -321,21 +324,24 @@ impl Look {
     pub fn of(setting: &Setting) -> Look {
         Look {
             known: std::sync::Arc::new(setting.given_windows()),
+            busy: std::sync::Arc::new([]),
             detect: setting.detect,
         }
     }
 
-    /// Windows known already, and nothing more to detect.
-    pub fn known(windows: Windows) -> Look {
+    /// What an earlier pass over the same jobs `found`: its windows and its bursts and
+    /// surges, and nothing more to detect.
+    pub fn found(found: &Detected) -> Look {
         Look {
-            known: std::sync::Arc::new(windows),
+            known: std::sync::Arc::new(found.windows()),
+            busy: found.busy.as_slice().into(),
             detect: false,
         }
     }
 
-    /// Whether any window can exist.
+    /// Whether any window can exist (a burst or a surge is said too).
     pub fn active(&self) -> bool {
-        self.detect || !self.known.is_empty()
+        self.detect || !self.known.is_empty() || !self.busy.is_empty()
     }
 }
 

@@ -618,6 +618,13 @@ fn suggest_simulate_and_tune_find_the_same_windows_of_the_same_kinds() {
         let (simulate, tune) = (&simulate["comparison"]["incidents"], &tune["tune"]["incidents"]);
         assert_eq!(replay_windows(simulate), want, "{name}: simulate --baseline {simulate}");
         assert_eq!(replay_windows(tune), want, "{name}: tune {tune}");
+        // suggest's own comparison says what its pass 1 found: the bursts and surges too.
+        let compared = &v["suggest"]["proposal"]["comparison"]["incidents"];
+        assert_eq!(
+            replay_windows(compared),
+            want,
+            "{name}: suggest's comparison {compared}"
+        );
         // The same runs left out: the incidents' failed runs, as suggest lists them.
         let listed: u64 = v["suggest"]["incidents"]
             .as_array()

@@ -25,7 +25,7 @@ use crate::output::suggest as view;
 use crate::output::Format;
 use crate::replay::backtest::Backtest;
 use crate::replay::explained::MaxContradictions;
-use crate::replay::incidents::{Detected, Look, Windows};
+use crate::replay::incidents::{Detected, Look};
 use crate::replay::policy_sets::OneCandidate;
 use crate::replay::run::{compare_inspected, replay, NoAnswer, Options, Out};
 use crate::replay::source::copy::{Copy, ReadAgain};
@@ -43,8 +43,9 @@ pub(super) struct Pass2<'a> {
     /// The baseline and the proposal.
     pub sets: &'a OneCandidate,
     pub format: Format,
-    /// The incident windows pass 1 found: the estimates' rates leave their trials out.
-    pub incidents: Windows,
+    /// What pass 1 found: the incident windows, whose trials the estimates' rates leave out,
+    /// and the bursts and surges, said as `simulate --baseline` says them.
+    pub incidents: Look,
     /// The sides as resolved: how the history's files are read again, whether the baseline
     /// explains the record, the flags of the replay.
     pub sides: &'a Sides,
@@ -246,7 +247,7 @@ impl Pass2<'_> {
             backtest_at: None,
             shard: None,
             explain: self.sides.baseline.explains(),
-            incidents: Look::known(self.incidents.clone()),
+            incidents: self.incidents.clone(),
             // The whole history's comparison (the one whose rules are checked) says the
             // contention; the backtest's later jobs' does not.
             contention: self.sides.spec.contention && check.is_some(),
@@ -295,7 +296,7 @@ impl Pass2<'_> {
             backtest_at: None,
             shard: None,
             explain: false,
-            incidents: Look::known(self.incidents.clone()),
+            incidents: self.incidents.clone(),
             contention: false,
             contention_sharded: false,
         };

@@ -15,7 +15,7 @@ use crate::commands::replay::spool::cannot_read_back;
 use crate::engine::simulator::Simulator;
 use crate::model::signature::FailedTexts;
 use crate::replay::incidents::kinds::WindowMixes;
-use crate::replay::incidents::{self, Detected, Kind, Rule, Window, Windows};
+use crate::replay::incidents::{self, Detected, Kind, Look, Rule, Window, Windows};
 use crate::replay::parallel::{for_each_in_units, Emitted};
 use crate::replay::source::copy::{Copy, ReadAgain as Read};
 use crate::replay::source::Either;
@@ -198,7 +198,7 @@ fn every_job(pass: &Pass1, windows: &Windows, sides: &Sides, history: &History) 
     Ok(Either::Right(FileSource::open(sides, path)?.files.only(None)))
 }
 
-/// The windows known after pass 1, for pass 2's estimates.
-pub(super) fn known(i: &Incidents) -> Windows {
-    i.detected.windows()
+/// What pass 1 found, for pass 2's estimates and words.
+pub(super) fn known(i: &Incidents) -> Look {
+    Look::found(&i.detected)
 }

@@ -202,7 +202,10 @@ impl TrialCount {
             let detected = match found {
                 Some(d) => d.clone(),
                 None if look.detect => c.detector.detect(Rule::default(), &look.known.0),
-                None => Detected::given(&look.known),
+                None => Detected {
+                    busy: look.busy.to_vec(),
+                    ..Detected::given(&look.known)
+                },
             };
             // The known windows' trials were left out as they came; the windows found since
             // lie on the slots' grid.
