@@ -323,9 +323,9 @@ pub fn incidents_line(s: &crate::replay::incidents::SeenIncidents) -> Option<Str
     if s.windows.is_empty() && s.busy.is_empty() {
         return None;
     }
-    let share = s.in_windows as f64 / s.failed_runs.max(1) as f64 * 100.0;
+    let share = percent(s.in_windows as f64 / s.failed_runs.max(1) as f64);
     let mut line = format!(
-        "{}, {} of {} failed runs ({share:.1}%); {} left out of the estimates",
+        "{}, {} of {} failed runs ({share}); {} left out of the estimates",
         plural(s.windows.len() as u64, "window", "windows"),
         s.in_windows,
         s.failed_runs,
@@ -422,9 +422,24 @@ pub fn grouped_hours(h: f64) -> String {
     out
 }
 
-/// ` (39.5%)`-style: `part` as a share of `whole`, one decimal; `None` of nothing.
+/// A share (0 to 1) in percent with one decimal, without the sign: `39.5`. A share that is
+/// neither none nor all never reads as either: rounded, 99.97% would read `100.0` and 0.03%
+/// `0.0`, so such shares are held at `99.9` and `0.1` (an interval's bounds too, which keeps
+/// them in order around their share).
+pub fn percent_digits(p: f64) -> String {
+    let x = 100.0 * p;
+    let shown = if p > 0.0 && p < 1.0 { x.clamp(0.1, 99.9) } else { x };
+    format!("{shown:.1}")
+}
+
+/// [`percent_digits`] with its sign: `39.5%`.
+pub fn percent(p: f64) -> String {
+    format!("{}%", percent_digits(p))
+}
+
+/// ` (39.5%)`-style: `part` as a share of `whole` ([`percent`]); `None` of nothing.
 fn share_of(part: f64, whole: f64) -> Option<String> {
-    (whole > 0.0).then(|| format!("{:.1}%", 100.0 * part / whole))
+    (whole > 0.0).then(|| percent(part / whole))
 }
 
 /// One resource of a side's contention (docs/contention.md), what coincided in the record:
@@ -545,5 +560,29 @@ pub fn signed_hours(h: f64) -> String {
         z if z == "0" => z,
         s if h > 0.0 => format!("+{s}"),
         s => s,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{percent, percent_digits};
+
+    #[test]
+    fn a_share_that_is_neither_none_nor_all_never_reads_as_either() {
+        assert_eq!(percent(0.0), "0.0%");
+        assert_eq!(percent(1.0), "100.0%");
+        assert_eq!(percent(0.395), "39.5%");
+        // Rounded, these read `100.0%` and `0.0%`.
+        assert_eq!(percent(0.9997), "99.9%");
+        assert_eq!(percent(0.0003), "0.1%");
+        assert_eq!(percent(0.99949), "99.9%");
+        assert_eq!(percent(0.0006), "0.1%");
+        // An interval's bounds stay in order around its share.
+        let (low, share, high) = (0.9991, 0.9996, 0.99999);
+        assert_eq!(
+            [percent_digits(low), percent_digits(share), percent_digits(high)],
+            ["99.9", "99.9", "99.9"]
+        );
+        assert_eq!(percent_digits(1.0), "100.0");
     }
 }

@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 use crate::engine::job_report::plural;
 use crate::output::html::{comparison_contention, esc};
 use crate::output::text::shown;
-use crate::output::words::plan_sentence;
+use crate::output::words::{percent, percent_digits, plan_sentence};
 use crate::replay::compare::hours;
 use crate::suggest::propose::Verdict;
 use crate::suggest::stats::{rate_of, SignatureStats};
@@ -19,7 +19,7 @@ use super::capture::{BacktestTail, Captured};
 use super::report::Report;
 use super::words::{
     busy_lines, collisions_ran_words, default_row, distinct_shorts, estimated, incidents_lines, merged_words, no_rules,
-    observed, pct, rate_words, runs_cell, sensitive_words, today, TOP,
+    observed, rate_words, runs_cell, sensitive_words, today, TOP,
 };
 
 pub(super) fn html(
@@ -190,10 +190,10 @@ fn signatures_section(b: &mut String, r: &Report<'_>, top: &[&(&SignatureStats, 
                 Some((p, l, h)) => {
                     let _ = write!(
                         depths,
-                        "{d}: {} ({:.0}–{:.0}%, n={}) ",
-                        pct(p),
-                        l * 100.0,
-                        h * 100.0,
+                        "{d}: {} ({}–{}%, n={}) ",
+                        percent(p),
+                        percent_digits(l),
+                        percent_digits(h),
                         t.trials
                     );
                 }

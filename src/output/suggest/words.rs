@@ -12,7 +12,7 @@ use crate::engine::DecisionKind;
 use crate::model::duration::GoDuration;
 use crate::model::Action;
 use crate::output::text::shown;
-use crate::output::words::failed_to_pending_words;
+use crate::output::words::{failed_to_pending_words, percent, percent_digits};
 use crate::replay::compare::{hours, Comparison};
 use crate::replay::incidents::{Kind, Window};
 use crate::replay::sink::Estimates;
@@ -27,15 +27,10 @@ use super::report::Report;
 /// Signatures the table, the page and the report list.
 pub(super) const TOP: usize = 20;
 
-/// A share as a percentage with one decimal.
-pub(super) fn pct(p: f64) -> String {
-    format!("{:.1}%", p * 100.0)
-}
-
 /// `12.5%  (8.1–18.3%)`, or `-` without trials.
 pub(super) fn rate_words(s: &SignatureStats) -> String {
     match s.rate() {
-        Some((r, l, h)) => format!("{} ({:.1}–{})", pct(r), l * 100.0, pct(h)),
+        Some((r, l, h)) => format!("{} ({}–{})", percent(r), percent_digits(l), percent(h)),
         None => "-".into(),
     }
 }
@@ -57,7 +52,7 @@ pub fn evidence(s: &SignatureStats) -> String {
         s.failed_runs, s.trials.trials, s.trials.successes
     );
     if let Some((r, l, h)) = s.rate() {
-        let _ = write!(e, ": {} (95%: {:.1}–{})", pct(r), l * 100.0, pct(h));
+        let _ = write!(e, ": {} (95%: {}–{})", percent(r), percent_digits(l), percent(h));
     }
     let gpu = hours(s.gpu.once());
     if gpu > 0.0 {
@@ -87,7 +82,7 @@ pub(super) fn today(s: &SignatureStats) -> String {
                     Action::Retry => "retried",
                     Action::Fail => "failed",
                 };
-                format!("{} ({rule}, {} of runs {did})", action.as_str(), pct(share))
+                format!("{} ({rule}, {} of runs {did})", action.as_str(), percent(share))
             }
         }
         None => "undecided".into(),
@@ -185,7 +180,7 @@ pub(super) fn incidents_words(f: &Found) -> String {
         plural(f.windows.len() as u64, "window", "windows"),
         f.left_out,
         f.failed_runs,
-        pct(f.left_out as f64 / f.failed_runs.max(1) as f64),
+        percent(f.left_out as f64 / f.failed_runs.max(1) as f64),
         plural(retried, "failed run", "failed runs"),
         succeeded
     )
@@ -217,7 +212,12 @@ pub(super) fn window_words(w: &Window, l: &Listed) -> String {
             .into_iter()
             .map(|(n, _)| shown(n).into_owned())
             .collect();
-        let _ = write!(line, "; {} of them on {} (a node event?)", pct(share), nodes.join(", "));
+        let _ = write!(
+            line,
+            "; {} of them on {} (a node event?)",
+            percent(share),
+            nodes.join(", ")
+        );
     }
     line
 }
@@ -280,14 +280,14 @@ pub fn left_out(f: &Found) -> Option<LeftOut> {
             "incidents: {windows}, {} of {} failed runs ({}) left out of learning: {}",
             f.left_out,
             f.failed_runs,
-            pct(share),
+            percent(share),
             spans.join(", ")
         ),
-        stderr: format!("incidents: {windows}, {} of failed runs left out of learning", pct(share)),
+        stderr: format!("incidents: {windows}, {} of failed runs left out of learning", percent(share)),
         warning: (2 * f.left_out > f.failed_runs).then(|| {
             format!(
                 "the incident windows hold most of the history ({} of the failed runs left out of learning): the proposal rests on the rest; `--incidents off` to learn from every run",
-                pct(share)
+                percent(share)
             )
         }),
     })
