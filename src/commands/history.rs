@@ -19,7 +19,9 @@ use crate::error::{CliError, ExitCode};
 use crate::lookout::executor_text::Hints;
 use crate::lookout::{api, db, Event, Export, JobStream};
 use crate::lookout::{Place, RowError};
-use crate::output::history::{history_line, left_out_line, too_long, write_history_yaml, write_summary};
+use crate::output::history::{
+    history_line, left_out_line, too_long, write_history_yaml, write_summary, yaml_past_the_readers, YamlWritten,
+};
 use crate::output::progress::ReadProgress;
 use crate::replay::source::LINE_MAX;
 
@@ -68,11 +70,12 @@ pub fn run(ctx: &mut Context, args: &HistoryArgs) -> anyhow::Result<ExitCode> {
     };
     let out = &mut *ctx.out;
     let yaml = args.output == HistoryOutput::Yaml;
+    let mut written = YamlWritten::default();
     let mut progress = ReadProgress::start("reading Lookout");
     let mut export = Export::new(source).with_hints(hints);
     while let Some(event) = export.next() {
         match event? {
-            Event::History(h) if yaml => write_history_yaml(out, &h)?,
+            Event::History(h) if yaml => write_history_yaml(out, &h, &mut written)?,
             Event::History(h) => {
                 // What `history` writes, the readers read whole: a line past their bound
                 // leaves its job out, said and counted as a row that cannot be read.
@@ -101,6 +104,9 @@ pub fn run(ctx: &mut Context, args: &HistoryArgs) -> anyhow::Result<ExitCode> {
         return Err(no_job_in_lookout(&named, dsn.as_deref(), timeout, &filter, "nothing to export").into());
     }
     write_summary(ctx.err, args.queue.as_deref(), totals)?;
+    if let Some(warning) = yaml_past_the_readers(written) {
+        writeln!(ctx.err, "{warning}")?;
+    }
     Ok(if args.strict && totals.left_out() > 0 {
         ExitCode::Failure
     } else {

@@ -12,12 +12,49 @@ use crate::output::style::Style;
 use crate::output::text::shown;
 use crate::replay::source::ExportTotals;
 
-/// One job as a YAML document starting with `---`.
-pub fn write_history_yaml(out: &mut dyn Write, h: &FailureHistory) -> io::Result<()> {
+/// What a YAML export wrote: its bytes and its nodes, as the YAML reader counts them.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct YamlWritten {
+    pub bytes: u64,
+    pub nodes: u64,
+}
+
+/// One job as a YAML document starting with `---`, added to `written`.
+pub fn write_history_yaml(out: &mut dyn Write, h: &FailureHistory, written: &mut YamlWritten) -> io::Result<()> {
+    let json = failure_history_json(h);
     // Every id, queue, node and message a string for a YAML 1.1 reader too (`yes`, `0x1F`).
-    let text = crate::yaml::from_json::yaml_of(&failure_history_json(h));
+    let text = crate::yaml::from_json::yaml_of(&json);
     writeln!(out, "---")?;
-    out.write_all(text.as_bytes())
+    out.write_all(text.as_bytes())?;
+    written.bytes += 4 + text.len() as u64;
+    written.nodes += nodes(&json);
+    Ok(())
+}
+
+/// A value's nodes as the YAML reader counts them: each scalar, sequence and map, and each
+/// map's keys.
+fn nodes(v: &serde_json::Value) -> u64 {
+    match v {
+        serde_json::Value::Array(items) => 1 + items.iter().map(nodes).sum::<u64>(),
+        serde_json::Value::Object(map) => 1 + map.values().map(|v| 1 + nodes(v)).sum::<u64>(),
+        _ => 1,
+    }
+}
+
+/// A YAML export past what `simulate --history` reads of one YAML text (its bytes or its
+/// nodes): the warning that says so, and what to export instead.
+pub fn yaml_past_the_readers(written: YamlWritten) -> Option<String> {
+    let (bytes, nodes) = (crate::input::MAX_FILE_BYTES, crate::yaml::MAX_NODES as u64);
+    if written.bytes <= bytes && written.nodes <= nodes {
+        return None;
+    }
+    Some(format!(
+        "warning: the YAML written is {} MiB of {} nodes, past the {} MiB and {} nodes `simulate --history` reads of a YAML text: it is for reading; export JSON Lines (the default, `-o jsonl`) for the replays",
+        written.bytes.div_ceil(1 << 20),
+        written.nodes,
+        bytes >> 20,
+        nodes
+    ))
 }
 
 /// One job as a JSON line, its line end included.
@@ -145,5 +182,35 @@ fn plural<'a>(n: u64, one: &'a str, many: &'a str) -> &'a str {
         one
     } else {
         many
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::nodes;
+    use crate::yaml::{parse_stream, Node, Value};
+
+    /// The nodes of a tree the reader built (no alias: the export writes none).
+    fn tree(n: &Node) -> u64 {
+        match &n.value {
+            Value::Seq(items) => 1 + items.iter().map(tree).sum::<u64>(),
+            Value::Map(entries) => 1 + entries.iter().map(|(k, v)| tree(k) + tree(v)).sum::<u64>(),
+            _ => 1,
+        }
+    }
+
+    #[test]
+    fn the_nodes_counted_are_the_readers() {
+        let json = serde_json::json!({
+            "job": {"id": "j1", "queue": "q", "resources": {"gpu": 1, "cpu": "500m"}, "annotations": {}},
+            "runs": [
+                {"outcome": "Failed", "runFor": "1h", "containers": [{"name": "main", "exitCode": 137, "message": null}]},
+                {"outcome": "Succeeded", "pool": "h100", "containers": []}
+            ]
+        });
+        let text = crate::yaml::from_json::yaml_of(&json);
+        let stream = parse_stream(&text);
+        assert!(stream.error.is_none(), "{text}");
+        assert_eq!(nodes(&json), tree(&stream.documents[0]), "{text}");
     }
 }

@@ -219,6 +219,74 @@ fn yaml_output_is_read_by_simulate() {
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
 }
 
+/// A YAML export past the 250,000 nodes `simulate --history` reads of one YAML text is
+/// written (it is for reading) and says so, with what to export instead; the replay refuses
+/// it as the warning says. One under the bound says nothing.
+#[test]
+fn a_yaml_export_past_what_simulate_reads_says_so() {
+    let Some(mut db) = pg::lookout_db("yaml_big") else {
+        return;
+    };
+    db.client
+        .batch_execute(
+            "INSERT INTO job (job_id, queue, owner, jobset, cpu, memory, ephemeral_storage, gpu, priority, submitted, state, last_transition_time, last_transition_time_seconds, annotations)
+             SELECT format('j%s', lpad(i::text, 6, '0')), 'q', 'o', 's', 1, 1024, 0, 0, 1, timestamp '2026-11-16' + i * interval '1 second', 4, now(), 0, '{}'::jsonb
+               FROM generate_series(1, 6000) i;
+             INSERT INTO job_run (run_id, job_id, cluster, node, leased, started, finished, job_run_state, exit_code)
+             SELECT format('r%s-%s', i, k), format('j%s', lpad(i::text, 6, '0')), 'c', 'n', timestamp '2026-11-16' + (i * 10 + k) * interval '1 second',
+                    timestamp '2026-11-16' + (i * 10 + k) * interval '1 second', timestamp '2026-11-16' + (i * 10 + k + 1) * interval '1 second',
+                    CASE WHEN k = 2 THEN 3 ELSE 4 END, CASE WHEN k = 2 THEN 0 ELSE 137 END
+               FROM generate_series(1, 6000) i, generate_series(0, 2) k;",
+        )
+        .unwrap();
+    let home = temp_home();
+    let export = |args: &[&str], file: &str| -> String {
+        let path = home.path().join(file);
+        let mut all = vec!["--queue", "q", "--lookout-db", &db.dsn, "-o", "yaml"];
+        all.extend(args);
+        let out = retryctl(home.path())
+            .arg("history")
+            .args(&all)
+            .arg("--output-file")
+            .arg(&path)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stderr).unwrap()
+    };
+    let stderr = export(&[], "big.yaml");
+    let warning = stderr
+        .lines()
+        .find(|l| l.starts_with("warning: the YAML written"))
+        .unwrap_or_default();
+    let words = regex::Regex::new(r"^warning: the YAML written is \d+ MiB of (\d+) nodes, past the 8 MiB and 250000 nodes `simulate --history` reads of a YAML text: it is for reading; export JSON Lines \(the default, `-o jsonl`\) for the replays$").unwrap();
+    let nodes: u64 = words.captures(warning).expect(&stderr)[1].parse().unwrap();
+    assert!(nodes > 250_000, "{warning}");
+    let out = retryctl(home.path())
+        .args(["simulate", "-f", "testdata/lookout/new", "--history"])
+        .arg(home.path().join("big.yaml"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("the input has more than 250000 nodes"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The first 2,000 jobs: under the bound, read, and nothing said.
+    let stderr = export(
+        &["--from", "2026-11-16T00:00:00Z", "--to", "2026-11-16T00:33:20Z"],
+        "small.yaml",
+    );
+    assert!(!stderr.contains("warning: the YAML"), "{stderr}");
+    let out = retryctl(home.path())
+        .args(["simulate", "-f", "testdata/lookout/new", "--history"])
+        .arg(home.path().join("small.yaml"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
 #[test]
 fn every_job_is_read_whatever_the_number() {
     let Some(mut db) = pg::lookout_db("paging") else { return };
