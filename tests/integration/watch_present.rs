@@ -1,8 +1,9 @@
 //! `watch`'s gauges of Lookout's present (docs/watch.md "Retries while others wait"), against a
 //! real PostgreSQL built from Lookout's migrations: jobs queued now, retries holding capacity
 //! now (a run after the job's first, leased, pending or running), first runs and another
-//! queue's jobs that count for neither. The gauges equal what this test's own SQL reads of
-//! the same rows, and the scrape passes `promtool check metrics`.
+//! queue's jobs that count for neither, and requests the export cannot read, left out. The
+//! gauges equal what this test's own SQL reads of the same rows, and the scrape passes
+//! `promtool check metrics`. In a `SQL_ASCII` database, a pool that is not UTF-8 is left out.
 
 use std::collections::BTreeMap;
 
@@ -72,6 +73,18 @@ fn rows() -> Vec<Row> {
         ),
         // A first run holds capacity: not a retry.
         ("f1", "ml", JOB_RUNNING, 8, 16000, vec![(RUNNING, Some("a100"), 20)]),
+        // Requests the export cannot read (negative, or Lookout's 64-bit bound): left out
+        // of the gauges as the export leaves the jobs out.
+        ("h1", "ml", QUEUED, -5, -8000, vec![]),
+        ("h2", "ml", QUEUED, i64::MAX, i64::MAX, vec![]),
+        (
+            "h3",
+            "ml",
+            JOB_RUNNING,
+            -4,
+            1000,
+            vec![(FAILED, Some("h100"), 0), (RUNNING, Some("h100"), 30)],
+        ),
         // Another queue's jobs: not watched.
         ("o1", "other", QUEUED, 3, 3000, vec![]),
         (
@@ -114,7 +127,7 @@ fn expected(client: &mut postgres::Client) -> BTreeMap<String, f64> {
     let mut out = BTreeMap::new();
     for r in client
         .query(
-            "SELECT queue, sum(gpu)::float8, sum(cpu)::float8 FROM job WHERE state = 1 AND queue = 'ml' GROUP BY queue",
+            "SELECT queue, sum(gpu)::float8, sum(cpu)::float8 FROM job WHERE state = 1 AND queue = 'ml' AND gpu BETWEEN 0 AND 9007199254740 AND cpu BETWEEN 0 AND 9007199254740992 GROUP BY queue",
             &[],
         )
         .unwrap()
@@ -133,7 +146,7 @@ fn expected(client: &mut postgres::Client) -> BTreeMap<String, f64> {
     for r in client
         .query(
             "SELECT coalesce(nullif(r.pool, ''), 'default'), j.queue, sum(j.gpu)::float8, sum(j.cpu)::float8 FROM job_run r JOIN job j ON j.job_id = r.job_id \
-             WHERE j.queue = 'ml' AND r.job_run_state IN (1, 2, 11) \
+             WHERE j.queue = 'ml' AND r.job_run_state IN (1, 2, 11) AND j.gpu BETWEEN 0 AND 9007199254740 AND j.cpu BETWEEN 0 AND 9007199254740992 \
              AND EXISTS (SELECT 1 FROM job_run e WHERE e.job_id = r.job_id AND e.leased < r.leased) GROUP BY 1, 2",
             &[],
         )
@@ -191,4 +204,49 @@ fn the_gauges_are_the_databases_present() {
     for (k, v) in &want {
         assert_eq!(m.series.get(k), Some(v), "{k}: {}", m.text);
     }
+}
+
+/// Pools that are not UTF-8 in a `SQL_ASCII` database: left out, as the export leaves their
+/// runs out. Decoded with `�`, each was the same label, three series of one name.
+#[test]
+fn a_pool_that_is_not_utf8_is_left_out_of_the_gauges() {
+    let Some(mut db) = pg::lookout_db_encoded("watch_present_bytes", "SQL_ASCII") else {
+        return;
+    };
+    let mut tx = db.client.transaction().unwrap();
+    for (i, (pool, gpu)) in [(r"E'gpu\xff'", 4), (r"E'gpu\xfe'", 2), (r"E'gpu\xef\xbf\xbd'", 1)]
+        .into_iter()
+        .enumerate()
+    {
+        tx.batch_execute(&format!(
+            "INSERT INTO job (job_id, queue, owner, jobset, namespace, cpu, memory, ephemeral_storage, gpu, priority, submitted, state, last_transition_time, last_transition_time_seconds, priority_class, annotations) \
+             VALUES ('p{i}', 'ml', 'ml-team', 'js', 'default', 1000, 0, 0, {gpu}, 1, now() AT TIME ZONE 'UTC', {JOB_RUNNING}, now() AT TIME ZONE 'UTC', 0, 'armada-default', '{{}}'::jsonb); \
+             INSERT INTO job_run (run_id, job_id, cluster, leased, pending, job_run_state, pool) VALUES \
+               ('p{i}-0', 'p{i}', 'c', TIMESTAMP '2026-11-16 10:00:00', TIMESTAMP '2026-11-16 10:00:00', {FAILED}, {pool}), \
+               ('p{i}-1', 'p{i}', 'c', TIMESTAMP '2026-11-16 10:30:00', TIMESTAMP '2026-11-16 10:30:00', {RUNNING}, {pool});"
+        ))
+        .unwrap();
+    }
+    tx.commit().unwrap();
+    let home = temp_home();
+    let mut w = Watch::start(home.path(), &db.dsn, &state_file(home.path()), &[]);
+    let m = w.until("the present's gauges", |m| {
+        m.series.keys().any(|k| k.starts_with("retryctl_watch_retry_requests{"))
+    });
+    let got: Vec<(&String, &f64)> = m
+        .series
+        .iter()
+        .filter(|(k, _)| k.starts_with("retryctl_watch_retry_requests{"))
+        .collect();
+    let one = |resource: &str| {
+        format!("retryctl_watch_retry_requests{{pool=\"gpu\u{fffd}\",queue=\"ml\",resource=\"{resource}\"}}")
+    };
+    assert_eq!(got, [(&one("cpu"), &1.0), (&one("gpu"), &1.0)], "{}", m.text);
+    let lines = m
+        .text
+        .lines()
+        .filter(|l| l.starts_with("retryctl_watch_retry_requests{"))
+        .count();
+    assert_eq!(lines, 2, "{}", m.text);
+    promtool_check_metrics(&m.text);
 }
