@@ -38,7 +38,7 @@ pub mod present;
 pub mod terminal;
 
 use crate::model::failure_history::{FailureHistory, Timestamp};
-use crate::replay::source::ExportTotals;
+use crate::replay::source::{ExportTotals, Notes};
 
 pub use mapping::{LookoutJob, Place, RowError};
 
@@ -84,6 +84,9 @@ pub struct Export<'a> {
     source: JobStream<'a>,
     totals: ExportTotals,
     hints: Option<executor_text::Hints>,
+    /// What Lookout could not tell of the last job handed over, its runs counted: taken back
+    /// when its writer leaves it out ([`Export::leave_out`]).
+    last: Notes,
 }
 
 impl<'a> Export<'a> {
@@ -92,6 +95,7 @@ impl<'a> Export<'a> {
             source,
             totals: ExportTotals::default(),
             hints: None,
+            last: Notes::default(),
         }
     }
 
@@ -112,6 +116,8 @@ impl<'a> Export<'a> {
     pub fn leave_out(&mut self, why: RowError) -> RowError {
         self.totals.jobs = self.totals.jobs.saturating_sub(1);
         self.totals.jobs_left_out += 1;
+        // Its runs and what Lookout could not tell of them were counted as exported.
+        self.totals.notes.take_back(&self.last);
         why
     }
 }
@@ -140,6 +146,7 @@ impl Iterator for Export<'_> {
                     match mapping::map_job(job, self.hints.as_ref()) {
                         Ok(m) => {
                             t.notes.add(&m.notes);
+                            self.last = m.notes;
                             match m.history {
                                 Some(h) => {
                                     t.jobs += 1;

@@ -54,26 +54,44 @@ pub struct Notes {
 }
 
 impl Notes {
+    /// Every count, in one order (so that adding and taking back name each once).
+    fn counts(&mut self) -> [&mut u64; 19] {
+        [
+            &mut self.runs,
+            &mut self.no_category,
+            &mut self.first_exit_code_only,
+            &mut self.no_exit_code,
+            &mut self.error_text_dropped,
+            &mut self.error_text_truncated,
+            &mut self.in_flight_jobs,
+            &mut self.in_flight_runs,
+            &mut self.terminated,
+            &mut self.unable_to_schedule,
+            &mut self.max_runs_exceeded,
+            &mut self.after_max_runs,
+            &mut self.unknown_state,
+            &mut self.out_of_order_times,
+            &mut self.missing_times,
+            &mut self.debug_not_document,
+            &mut self.hint_kept,
+            &mut self.lease_return_unplaced,
+            &mut self.started_early,
+        ]
+    }
+
     pub fn add(&mut self, o: &Notes) {
-        self.runs += o.runs;
-        self.no_category += o.no_category;
-        self.first_exit_code_only += o.first_exit_code_only;
-        self.no_exit_code += o.no_exit_code;
-        self.error_text_dropped += o.error_text_dropped;
-        self.error_text_truncated += o.error_text_truncated;
-        self.in_flight_jobs += o.in_flight_jobs;
-        self.in_flight_runs += o.in_flight_runs;
-        self.terminated += o.terminated;
-        self.unable_to_schedule += o.unable_to_schedule;
-        self.max_runs_exceeded += o.max_runs_exceeded;
-        self.after_max_runs += o.after_max_runs;
-        self.unknown_state += o.unknown_state;
-        self.out_of_order_times += o.out_of_order_times;
-        self.missing_times += o.missing_times;
-        self.debug_not_document += o.debug_not_document;
-        self.hint_kept += o.hint_kept;
-        self.lease_return_unplaced += o.lease_return_unplaced;
-        self.started_early += o.started_early;
+        let mut o = *o;
+        for (a, b) in self.counts().into_iter().zip(o.counts()) {
+            *a += *b;
+        }
+    }
+
+    /// `o`, added before, taken back (a job its writer left out after all).
+    pub fn take_back(&mut self, o: &Notes) {
+        let mut o = *o;
+        for (a, b) in self.counts().into_iter().zip(o.counts()) {
+            *a = a.saturating_sub(*b);
+        }
     }
 }
 
