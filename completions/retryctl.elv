@@ -1226,7 +1226,7 @@ set edit:completion:arg-completer[retryctl] = {|@words|
             cand --queue 'With --lookout-db: the jobs of this queue; with -o policy, also print this Queue with the proposal first in its retryPolicies'
             cand --baseline 'The policies the cluster runs today (files, directories): what the proposal is compared with, and whose first policy gives its defaultAction and retryLimit (none: no policy)'
             cand --shard 'Learn from shard I of N''s share of the history only (`0/4`: a file or directory by byte range; not stdin nor --lookout-db, which its merge could not read again); with -o partial, write what it learned for `retryctl merge`, which proposes and compares over the whole history'
-            cand --engine 'The dialect of the proposal and the engine that replays it: design (one RetryPolicy, the default) or upstream (what Armada ships today: an executor categorizer config and a v1beta1 policy)'
+            cand --engine 'The dialect of the proposal and the engine that replays it: design (one RetryPolicy) or upstream (what Armada ships today: an executor categorizer config and a v1beta1 policy)'
             cand --backtest-at 'Learn from the jobs submitted before TIME (RFC 3339) and report the proposal''s effect on the jobs submitted at or after it alone (every job needs `job.submittedAt`)'
             cand --armada-url 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context''s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)'
             cand -c 'Context of the config file to use instead of its `currentContext`'

@@ -125,8 +125,9 @@ pub struct ReplayArgs {
     pub baseline_from_cluster: bool,
 
     /// Which engine decides: the design (docs/engines.md) or what upstream Armada ships today (first
-    /// policy only, categories only, preemption terminal, no backoff). Default: design; with
-    /// --from-server against a server without the dialect header, upstream.
+    /// policy only, categories only, preemption terminal, no backoff). Default: the policies'
+    /// dialect: upstream when every RetryPolicy document is armadaproject.io/v1beta1, else
+    /// design; with --from-server against a server without the dialect header, upstream.
     #[arg(long, value_enum, value_name = "ENGINE")]
     pub engine: Option<EngineArg>,
 
@@ -218,7 +219,7 @@ impl From<EngineArg> for crate::engine::EngineKind {
 #[command(mut_arg("from", |a| a.help(FROM_WITH_LOOKOUT)))]
 #[command(mut_arg("to", |a| a.help(TO_WITH_LOOKOUT)))]
 // tune takes no --from-server: its policies are the template's.
-#[command(mut_arg("engine", |a| a.help("Which engine the candidates run under: the design (docs/engines.md) or what upstream Armada ships today (first policy only, categories only, preemption terminal, no backoff). Default: design")))]
+#[command(mut_arg("engine", |a| a.help("Which engine the candidates run under: the design (docs/engines.md) or what upstream Armada ships today (first policy only, categories only, preemption terminal, no backoff). Default: the policies' dialect: upstream when every RetryPolicy document is armadaproject.io/v1beta1, else design")))]
 pub struct TuneArgs {
     /// The template: the RetryPolicy and Queue documents the candidates are made from (files,
     /// directories, `-`). Without --baseline, also the baseline, as written.
@@ -308,7 +309,7 @@ pub struct TuneArgs {
 #[command(mut_arg("queue", |a| a.help("With --lookout-db: the jobs of this queue; with -o policy, also print this Queue with the proposal first in its retryPolicies")))]
 #[command(mut_arg("baseline", |a| a.help("The policies the cluster runs today (files, directories): what the proposal is compared with, and whose first policy gives its defaultAction and retryLimit (none: no policy)")))]
 #[command(mut_arg("shard", |a| a.help("Learn from shard I of N's share of the history only (`0/4`: a file or directory by byte range; not stdin nor --lookout-db, which its merge could not read again); with -o partial, write what it learned for `retryctl merge`, which proposes and compares over the whole history")))]
-#[command(mut_arg("engine", |a| a.help("The dialect of the proposal and the engine that replays it: design (one RetryPolicy, the default) or upstream (what Armada ships today: an executor categorizer config and a v1beta1 policy)")))]
+#[command(mut_arg("engine", |a| a.help("The dialect of the proposal and the engine that replays it: design (one RetryPolicy) or upstream (what Armada ships today: an executor categorizer config and a v1beta1 policy). Default: the baseline's dialect (design without a baseline)")))]
 #[command(mut_arg("backtest_at", |a| a.help("Learn from the jobs submitted before TIME (RFC 3339) and report the proposal's effect on the jobs submitted at or after it alone (every job needs `job.submittedAt`)")))]
 pub struct SuggestArgs {
     #[command(flatten)]

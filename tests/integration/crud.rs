@@ -192,7 +192,7 @@ fn apply_reports_created_configured_unchanged() {
     insta::assert_snapshot!("diff_differs", s.run(&["diff", "-f", &p2]).replace(&p2, "FILE"));
     assert_eq!(
         s.run(&["apply", "-f", &p2, "--dry-run=server"]),
-        "exit: 0\n--- stdout\nretrypolicy/p1 configured (dry run)\n--- stderr\nnote: the server has no dry-run support (the Armada REST API has none); fell back to --dry-run=client: validated offline, nothing sent\n"
+        "exit: 0\n--- stdout\nretrypolicy/p1 configured (dry run)\n--- stderr\nnote: the server has no dry-run support (the Armada REST API has none); fell back to --dry-run=client: nothing written\n"
     );
     assert_eq!(
         s.run(&["apply", "-f", &p2]),

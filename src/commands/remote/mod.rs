@@ -234,7 +234,7 @@ pub fn dry_run(ctx: &mut Context, mode: DryRun) -> std::io::Result<bool> {
             writeln!(
                 ctx.err,
                 "note: the server has no dry-run support (the Armada REST API has none); fell back to \
-                 --dry-run=client: validated offline, nothing sent"
+                 --dry-run=client: nothing written"
             )?;
             Ok(true)
         }
