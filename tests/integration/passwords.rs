@@ -97,6 +97,38 @@ fn a_dsn_that_does_not_parse_is_named_without_its_password() {
     }
 }
 
+/// A DSN that names no host (empty, keywords without `host`, a URL without one) is a usage
+/// error, exit 2, as one that does not parse: the client has no default host to try, and
+/// it was said as an unreachable database (exit 4). The password stays masked.
+#[test]
+fn a_dsn_without_a_host_is_a_usage_error() {
+    let home = temp_home();
+    for (dsn, shown) in [
+        ("", ""),
+        (
+            "dbname=lookout user=lookout password=hunter2",
+            "dbname=lookout user=lookout password=***",
+        ),
+        ("postgresql:///lookout", "postgresql:///lookout"),
+    ] {
+        for verb in [&["history"][..], &["simulate", "-f", "testdata/lookout/new"]] {
+            let out = retryctl(home.path())
+                .args(verb)
+                .args(["--queue", "ml", "--lookout-db", dsn])
+                .output()
+                .unwrap();
+            assert_eq!(
+                (out.status.code(), String::from_utf8_lossy(&out.stderr).as_ref()),
+                (
+                    Some(2),
+                    format!("error: invalid `--lookout-db` `{shown}`: no host (expected `postgresql://USER:PASSWORD@HOST:5432/DATABASE`)\n").as_str()
+                ),
+                "{verb:?} {dsn:?}"
+            );
+        }
+    }
+}
+
 /// `--emit` with a DSN holding a line break: refused (exit 2, nothing printed), neither the DSN
 /// nor the character shown, for the replay verbs and `watch` alike.
 #[test]

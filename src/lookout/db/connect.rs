@@ -85,19 +85,31 @@ pub fn connect(dsn: &str, timeout: Duration) -> Result<Db, CliError> {
 /// `dsn` read as a DSN, before anything connects: a usage error naming `--lookout-db` (its
 /// password masked) when it does not parse, which no retry can fix.
 pub fn check_dsn(dsn: &str) -> Result<(), CliError> {
-    tokio_postgres::Config::from_str(dsn).map(|_| ()).map_err(|e| {
+    config_of(dsn).map(|_| ())
+}
+
+/// `dsn` as the client's config: a usage error when it does not parse or names no host (an
+/// empty `--lookout-db`: the client has no default host to try).
+fn config_of(dsn: &str) -> Result<tokio_postgres::Config, CliError> {
+    let invalid = |why: &dyn std::fmt::Display| {
         CliError::usage(format!(
-            "invalid `--lookout-db` `{}`: {e}",
+            "invalid `--lookout-db` `{}`: {why}",
             crate::redact::redact_dsn(dsn)
         ))
-    })
+    };
+    let config = tokio_postgres::Config::from_str(dsn).map_err(|e| invalid(&e))?;
+    if config.get_hosts().is_empty() && config.get_hostaddrs().is_empty() {
+        return Err(invalid(
+            &"no host (expected `postgresql://USER:PASSWORD@HOST:5432/DATABASE`)",
+        ));
+    }
+    Ok(config)
 }
 
 /// Connects and checks that every table of `tables` exists, naming all that do not.
 pub fn connect_with(dsn: &str, timeout: Duration, tables: &[&str]) -> Result<Db, CliError> {
     let shown = crate::redact::redact_dsn(dsn);
-    let mut config = tokio_postgres::Config::from_str(dsn)
-        .map_err(|e| CliError::usage(format!("invalid `--lookout-db` `{shown}`: {e}")))?;
+    let mut config = config_of(dsn)?;
     if config.get_connect_timeout().is_none() {
         config.connect_timeout(timeout);
     }
