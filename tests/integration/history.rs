@@ -227,18 +227,7 @@ fn a_yaml_export_past_what_simulate_reads_says_so() {
     let Some(mut db) = pg::lookout_db("yaml_big") else {
         return;
     };
-    db.client
-        .batch_execute(
-            "INSERT INTO job (job_id, queue, owner, jobset, cpu, memory, ephemeral_storage, gpu, priority, submitted, state, last_transition_time, last_transition_time_seconds, annotations)
-             SELECT format('j%s', lpad(i::text, 6, '0')), 'q', 'o', 's', 1, 1024, 0, 0, 1, timestamp '2026-11-16' + i * interval '1 second', 4, now(), 0, '{}'::jsonb
-               FROM generate_series(1, 6000) i;
-             INSERT INTO job_run (run_id, job_id, cluster, node, leased, started, finished, job_run_state, exit_code)
-             SELECT format('r%s-%s', i, k), format('j%s', lpad(i::text, 6, '0')), 'c', 'n', timestamp '2026-11-16' + (i * 10 + k) * interval '1 second',
-                    timestamp '2026-11-16' + (i * 10 + k) * interval '1 second', timestamp '2026-11-16' + (i * 10 + k + 1) * interval '1 second',
-                    CASE WHEN k = 2 THEN 3 ELSE 4 END, CASE WHEN k = 2 THEN 0 ELSE 137 END
-               FROM generate_series(1, 6000) i, generate_series(0, 2) k;",
-        )
-        .unwrap();
+    pg::numbered_jobs(&mut db.client, 6000);
     let home = temp_home();
     let export = |args: &[&str], file: &str| -> String {
         let path = home.path().join(file);
@@ -290,18 +279,7 @@ fn a_yaml_export_past_what_simulate_reads_says_so() {
 #[test]
 fn every_job_is_read_whatever_the_number() {
     let Some(mut db) = pg::lookout_db("paging") else { return };
-    db.client
-        .batch_execute(
-            "INSERT INTO job (job_id, queue, owner, jobset, cpu, memory, ephemeral_storage, gpu, priority, submitted, state, last_transition_time, last_transition_time_seconds, annotations)
-             SELECT format('j%s', lpad(i::text, 6, '0')), 'q', 'o', 's', 1, 1024, 0, 0, 1, timestamp '2026-11-16' + i * interval '1 second', 4, now(), 0, '{}'::jsonb
-               FROM generate_series(1, 2500) i;
-             INSERT INTO job_run (run_id, job_id, cluster, node, leased, started, finished, job_run_state, exit_code)
-             SELECT format('r%s-%s', i, k), format('j%s', lpad(i::text, 6, '0')), 'c', 'n', timestamp '2026-11-16' + (i * 10 + k) * interval '1 second',
-                    timestamp '2026-11-16' + (i * 10 + k) * interval '1 second', timestamp '2026-11-16' + (i * 10 + k + 1) * interval '1 second',
-                    CASE WHEN k = 2 THEN 3 ELSE 4 END, CASE WHEN k = 2 THEN 0 ELSE 137 END
-               FROM generate_series(1, 2500) i, generate_series(0, 2) k;",
-        )
-        .unwrap();
+    pg::numbered_jobs(&mut db.client, 2500);
     let home = temp_home();
     let out = history(home.path(), &["--queue", "q", "--lookout-db", &db.dsn]);
     assert_eq!(out.status.code(), Some(0));

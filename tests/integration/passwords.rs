@@ -82,19 +82,26 @@ fn a_dsn_that_does_not_parse_is_named_without_its_password() {
         ),
     ];
     for (dsn, shown) in cases {
-        let out = retryctl(home.path())
-            .args(["history", "--queue", "ml", "--lookout-db", dsn])
-            .output()
-            .unwrap();
-        assert_eq!(
-            (out.status.code(), String::from_utf8_lossy(&out.stderr).as_ref()),
-            (
-                Some(2),
-                format!("error: invalid `--lookout-db` `{shown}`: invalid connection string\n").as_str()
-            ),
-            "{dsn:?}"
-        );
+        refused_dsn(home.path(), &["history"], dsn, shown, "invalid connection string");
     }
+}
+
+/// `verb --queue ml --lookout-db DSN`: exit 2, its one line naming `--lookout-db` as `shown`
+/// and `why`.
+fn refused_dsn(home: &std::path::Path, verb: &[&str], dsn: &str, shown: &str, why: &str) {
+    let out = retryctl(home)
+        .args(verb)
+        .args(["--queue", "ml", "--lookout-db", dsn])
+        .output()
+        .unwrap();
+    assert_eq!(
+        (out.status.code(), String::from_utf8_lossy(&out.stderr).as_ref()),
+        (
+            Some(2),
+            format!("error: invalid `--lookout-db` `{shown}`: {why}\n").as_str()
+        ),
+        "{verb:?} {dsn:?}"
+    );
 }
 
 /// A DSN that names no host (empty, keywords without `host`, a URL without one) is a usage
@@ -112,19 +119,8 @@ fn a_dsn_without_a_host_is_a_usage_error() {
         ("postgresql:///lookout", "postgresql:///lookout"),
     ] {
         for verb in [&["history"][..], &["simulate", "-f", "testdata/lookout/new"]] {
-            let out = retryctl(home.path())
-                .args(verb)
-                .args(["--queue", "ml", "--lookout-db", dsn])
-                .output()
-                .unwrap();
-            assert_eq!(
-                (out.status.code(), String::from_utf8_lossy(&out.stderr).as_ref()),
-                (
-                    Some(2),
-                    format!("error: invalid `--lookout-db` `{shown}`: no host (expected `postgresql://USER:PASSWORD@HOST:5432/DATABASE`)\n").as_str()
-                ),
-                "{verb:?} {dsn:?}"
-            );
+            let why = "no host (expected `postgresql://USER:PASSWORD@HOST:5432/DATABASE`)";
+            refused_dsn(home.path(), verb, dsn, shown, why);
         }
     }
 }

@@ -342,18 +342,7 @@ fn lookout_shards_of_twenty_thousand_jobs_merge_to_one_process() {
     let Some(mut db) = crate::support::pg::lookout_db("shards_20k") else {
         return;
     };
-    db.client
-        .batch_execute(
-            "INSERT INTO job (job_id, queue, owner, jobset, cpu, memory, ephemeral_storage, gpu, priority, submitted, state, last_transition_time, last_transition_time_seconds, annotations)
-             SELECT format('j%s', lpad(i::text, 6, '0')), 'q', 'o', 's', 1, 1024, 0, 0, 1, timestamp '2026-11-16' + i * interval '1 second', 4, now(), 0, '{}'::jsonb
-               FROM generate_series(1, 20000) i;
-             INSERT INTO job_run (run_id, job_id, cluster, node, leased, started, finished, job_run_state, exit_code)
-             SELECT format('r%s-%s', i, k), format('j%s', lpad(i::text, 6, '0')), 'c', 'n', timestamp '2026-11-16' + (i * 10 + k) * interval '1 second',
-                    timestamp '2026-11-16' + (i * 10 + k) * interval '1 second', timestamp '2026-11-16' + (i * 10 + k + 1) * interval '1 second',
-                    CASE WHEN k = 2 THEN 3 ELSE 4 END, CASE WHEN k = 2 THEN 0 ELSE 137 END
-               FROM generate_series(1, 20000) i, generate_series(0, 2) k;",
-        )
-        .unwrap();
+    crate::support::pg::numbered_jobs(&mut db.client, 20000);
     let dir = what_if("");
     let mut args = vec![
         "simulate",
