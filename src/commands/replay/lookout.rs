@@ -163,11 +163,7 @@ pub fn lookout_filter(args: &FilterFlags<'_>, now: Timestamp) -> Result<Filter, 
     let mut from = time("--from", w.from.as_deref())?;
     let to = time("--to", w.to.as_deref())?;
     if let Some(s) = &w.since {
-        let d = since(s).ok_or_else(|| {
-            CliError::usage(format!(
-                "invalid `--since` `{s}`: expected a duration such as `7d`, `36h` or `1d12h`"
-            ))
-        })?;
+        let d = duration_flag("--since", s)?;
         from = Some(Timestamp(now.0.saturating_sub(i64::try_from(d.0).unwrap_or(i64::MAX))));
     }
     if let (Some(f), Some(t)) = (from, to) {
@@ -188,26 +184,39 @@ pub fn lookout_filter(args: &FilterFlags<'_>, now: Timestamp) -> Result<Filter, 
 /// A duration flag's value (`watch --window`, `--since`): a Go duration with an optional
 /// leading day count, as `--since` reads it (`7d`, `36h`, `1d12h`); refused in its words.
 pub fn duration_flag(flag: &str, text: &str) -> Result<GoDuration, CliError> {
-    since(text).ok_or_else(|| {
-        CliError::usage(format!(
-            "invalid `{flag}` `{text}`: expected a duration such as `7d`, `36h` or `1d12h`"
-        ))
-    })
+    since(text).map_err(|why| CliError::usage(format!("invalid `{flag}` `{text}`: {why}")))
 }
 
 /// A Go duration with an optional leading day count (`7d`, `1d12h`): `--since` is about days.
-fn since(text: &str) -> Option<GoDuration> {
+/// `Err`: why not, in words.
+fn since(text: &str) -> Result<GoDuration, &'static str> {
+    const SHAPE: &str = "expected a duration such as `7d`, `36h` or `1d12h`";
+    // Past 64 bits of nanoseconds (some 213,000 days).
+    const TOO_LARGE: &str = "too large";
     let (days, rest) = match text.find('d') {
-        Some(i) => (text[..i].parse::<u64>().ok()?, &text[i + 1..]),
+        Some(i) => match text[..i].parse::<u64>() {
+            Ok(days) => (days, &text[i + 1..]),
+            Err(e) if *e.kind() == std::num::IntErrorKind::PosOverflow => return Err(TOO_LARGE),
+            Err(_) => return Err(SHAPE),
+        },
         None => (0, text),
     };
-    let rest = if rest.is_empty() {
-        GoDuration(0)
-    } else {
-        GoDuration::parse(rest).ok()?
+    let rest = match rest {
+        "" => GoDuration(0),
+        rest => match GoDuration::parse(rest) {
+            Ok(d) => d,
+            Err(crate::model::duration::DurationError::TooLarge) => return Err(TOO_LARGE),
+            Err(_) => return Err(SHAPE),
+        },
     };
-    let total = days.checked_mul(86_400_000_000_000)?.checked_add(rest.0)?;
-    (total > 0).then_some(GoDuration(total))
+    let total = days
+        .checked_mul(86_400_000_000_000)
+        .and_then(|d| d.checked_add(rest.0))
+        .ok_or(TOO_LARGE)?;
+    match total {
+        0 => Err(SHAPE),
+        total => Ok(GoDuration(total)),
+    }
 }
 
 #[cfg(test)]
@@ -217,11 +226,17 @@ mod tests {
 
     #[test]
     fn since_takes_days() {
-        assert_eq!(since("7d"), Some(GoDuration::from_secs(7 * 86_400)));
-        assert_eq!(since("1d12h"), Some(GoDuration::from_secs(36 * 3600)));
-        assert_eq!(since("36h"), Some(GoDuration::from_secs(36 * 3600)));
-        assert_eq!(since("0s"), None);
-        assert_eq!(since("xd"), None);
-        assert_eq!(since("week"), None);
+        assert_eq!(since("7d"), Ok(GoDuration::from_secs(7 * 86_400)));
+        assert_eq!(since("1d12h"), Ok(GoDuration::from_secs(36 * 3600)));
+        assert_eq!(since("36h"), Ok(GoDuration::from_secs(36 * 3600)));
+        let shape = Err("expected a duration such as `7d`, `36h` or `1d12h`");
+        assert_eq!(since("0s"), shape);
+        assert_eq!(since("xd"), shape);
+        assert_eq!(since("week"), shape);
+        // A duration, but past 64 bits of nanoseconds: said as too large.
+        for large in ["999999999d", "99999999999999999999999d", "213504d", "1d5124095h"] {
+            assert_eq!(since(large), Err("too large"), "{large}");
+        }
+        assert_eq!(since("213503d"), Ok(GoDuration(213_503 * 86_400_000_000_000)));
     }
 }
