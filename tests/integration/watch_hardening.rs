@@ -509,3 +509,20 @@ fn a_row_whose_text_is_not_utf8_is_left_out_counted_once_and_the_jobs_after_it_a
         "{log}"
     );
 }
+
+/// A watched queue's name is anyone's text: on the start-up line, a line break in it is
+/// shown escaped, not the start of a line of its own.
+#[test]
+fn a_queue_name_with_a_line_break_is_shown_escaped_on_the_start_up_line() {
+    let Some(db) = pg::lookout_db("watch_queue_name") else {
+        return;
+    };
+    let home = temp_home();
+    let w = Watch::start(home.path(), &db.dsn, &state_file(home.path()), &["--queue", "we\nird"]);
+    let log = w.log();
+    let line = log
+        .lines()
+        .find(|l| l.starts_with("retryctl watch: listening on"))
+        .unwrap_or_else(|| panic!("{log}"));
+    assert!(line.contains("(queues we\\x0aird;"), "{log}");
+}

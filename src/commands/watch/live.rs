@@ -43,8 +43,9 @@ pub(super) fn live(
         writeln!(
             ctx.err,
             "retryctl watch: listening on http://{addr} (queues {}; {candidates}; state `{}`)",
-            watched.queues.join(", "),
-            shared.path.display()
+            // Names from anywhere: a line break in one would start a line of its own.
+            crate::output::text::shown(&watched.queues.join(", ")),
+            crate::output::text::shown(&shared.path.display().to_string())
         )?;
         // The poller's lines come back here: this thread holds stderr.
         let (log, mut lines) = tokio::sync::mpsc::channel::<String>(1024);
