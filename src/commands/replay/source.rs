@@ -250,12 +250,8 @@ impl FileSource {
     }
 }
 
-/// What `--queue` left out of a file, a directory or stdin (docs/simulate.md "Inputs").
-pub fn left_out_words(q: &OneQueue) -> String {
-    left_out_note(q.name(), q.left_out(), false)
-}
-
-/// What `--queue` (`queue`) left out: `n` jobs of other queues. `learned_only`: suggest's,
+/// What `--queue` (`queue`) left out of a file, a directory or stdin (docs/simulate.md
+/// "Inputs"): `n` jobs of other queues. `learned_only`: suggest's,
 /// when it compared every queue (its proposal changes the cluster's categorizer): they were
 /// left out of its learning only.
 pub fn left_out_note(queue: &str, n: u64, learned_only: bool) -> String {
