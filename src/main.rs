@@ -54,7 +54,9 @@ fn main() {
             std::process::exit(code.code().into());
         }
         Err(e) => {
-            let _ = e.print();
+            // Escaped as every other error is: a value may hold a terminal's control bytes.
+            let words = retryctl::cli::house_words(&e);
+            let _ = retryctl::output::text::Escaping::new(&mut std::io::stderr().lock()).write_all(words.as_bytes());
             std::process::exit(ExitCode::Usage.code().into());
         }
     };

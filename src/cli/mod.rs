@@ -27,6 +27,7 @@ mod local;
 mod max_contradictions;
 mod merge;
 mod record;
+mod refusal;
 mod replay;
 mod resources;
 mod shard;
@@ -48,6 +49,7 @@ pub use local::{
 pub use max_contradictions::MaxContradictions;
 pub use merge::{MergeArgs, MergeOutput};
 pub use record::{HistoryArgs, HistoryOutput, WatchArgs};
+pub use refusal::house_words;
 pub use replay::{
     ContentionArg, EngineArg, ExecutorConfigFormat, IncidentsArg, ReplayArgs, SchedulerArgs, SimulateArgs,
     SimulateOutput, SuggestArgs, SuggestOutput, TuneArgs, TuneOutput, WindowArgs,

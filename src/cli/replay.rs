@@ -169,7 +169,7 @@ pub struct ReplayArgs {
     /// Replay only the jobs of shard I of N (`0/4`: files by byte range, stdin by FNV-1a of
     /// the job id, Lookout by a hash in its query, which needs `--to`); with `-o partial`,
     /// write the shard's part of the answer, which `retryctl merge` adds up.
-    #[arg(long, value_name = "I/N", value_parser = Shard::parse)]
+    #[arg(long, value_name = "I/N", value_parser = values::shard)]
     pub shard: Option<Shard>,
 
     /// Exit 0 when the history holds no job (an empty file, directory, stdin or Lookout

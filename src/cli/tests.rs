@@ -293,7 +293,13 @@ fn help_and_errors_snapshot() {
     let mut text = String::new();
     for argv in argv_table() {
         if let Err(e) = parse_with(&mut main_command(&argv), &argv) {
-            let outcome = format!("{:?}, stderr: {}\n{}", e.kind(), e.use_stderr(), e);
+            // What `main` writes: clap's rendering to stdout, the house's words to stderr.
+            let shown = if e.use_stderr() {
+                super::house_words(&e)
+            } else {
+                e.to_string()
+            };
+            let outcome = format!("{:?}, stderr: {}\n{}", e.kind(), e.use_stderr(), shown);
             text.push_str(&format!("$ {}\n{}\n\n", argv.join(" "), outcome));
         }
     }

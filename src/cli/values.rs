@@ -5,6 +5,7 @@
 //! Owns: those parsers. Must not: do I/O.
 
 use super::max_contradictions::MaxContradictions;
+use super::shard::Shard;
 use crate::error::CliError;
 use crate::model::ApiVersion;
 
@@ -24,4 +25,10 @@ pub fn api_version(value: &str) -> Result<ApiVersion, CliError> {
             "invalid `--api-version` `{value}`: expected `armadaproject.io/v1` or `armadaproject.io/v1beta1`"
         ))
     })
+}
+
+/// `--shard`'s value (simulate, tune, suggest): its own words alone, not after clap's
+/// `invalid value … for …` too.
+pub fn shard(value: &str) -> Result<Shard, CliError> {
+    Shard::parse(value).map_err(CliError::usage)
 }

@@ -564,6 +564,6 @@ fn diff_takes_no_dry_run() {
         .unwrap();
     assert_eq!(
         format_output(&out),
-        "exit: 2\n--- stdout\n--- stderr\nerror: unexpected argument '--dry-run' found\n\nUsage: retryctl diff --filename <PATH>...\n\nFor more information, try '--help'.\n"
+        "exit: 2\n--- stdout\n--- stderr\nerror: unexpected argument `--dry-run` found\n\nUsage: retryctl diff --filename <PATH>...\n\nFor more information, try `--help`.\n"
     );
 }

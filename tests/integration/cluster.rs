@@ -637,9 +637,9 @@ fn simulate_flag_misuse_is_a_usage_error() {
     $ simulate -f testdata/lookout/new
     error: give the history: `--history PATH` or `--lookout-db DSN --queue Q`
     $ simulate -f testdata/lookout/new --lookout-db DSN --queue ml --baseline-from-cluster --baseline old/
-    error: the argument '--baseline-from-cluster' cannot be used with '--baseline <PATH>...'
+    error: the argument `--baseline-from-cluster` cannot be used with `--baseline <PATH>...`
     $ simulate -f testdata/lookout/new --lookout-db DSN --queue ml --since 7d --from 2026-01-01T00:00:00Z
-    error: the argument '--since <DURATION>' cannot be used with '--from <TIME>'
+    error: the argument `--since <DURATION>` cannot be used with `--from <TIME>`
     $ simulate -f testdata/lookout/new --lookout-db DSN --queue ml --baseline-engine upstream
     error: the following required arguments were not provided:
       <--baseline <PATH>...|--baseline-from-cluster>
