@@ -36,6 +36,11 @@ rules:
 
 
 def main():
+    if any(a in ("-h", "--help") for a in sys.argv[1:]):
+        print(__doc__.strip())
+        return
+    if len(sys.argv) != 3 or not sys.argv[1].isdigit():
+        sys.exit("usage: python3 scripts/gen-two-queue-week.py RUNS DIR (RUNS a whole number)")
     runs, out = int(sys.argv[1]), sys.argv[2]
     root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
     current = os.path.join(out, "current")

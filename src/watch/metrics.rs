@@ -264,7 +264,8 @@ impl Change {
 /// Why a poll, or a job of it, went wrong: the `reason` label of `poll_errors_total`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Reason {
-    /// The database could not be reached (or refused the credentials).
+    /// The database could not be reached, refused the credentials, or lacks the tables watch
+    /// reads (the error, on the log, says which).
     Connect,
     /// A statement failed or the connection was lost while reading.
     Read,
