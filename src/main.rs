@@ -54,9 +54,16 @@ fn main() {
             std::process::exit(code.code().into());
         }
         Err(e) => {
-            // Escaped as every other error is: a value may hold a terminal's control bytes.
-            let words = retryctl::cli::house_words(&e);
-            let _ = retryctl::output::text::Escaping::new(&mut std::io::stderr().lock()).write_all(words.as_bytes());
+            match retryctl::cli::house_words(&e) {
+                // Escaped as every other error is: a value may hold a terminal's control bytes.
+                Some(words) => {
+                    let mut stderr = std::io::stderr().lock();
+                    let _ = retryctl::output::text::Escaping::new(&mut stderr).write_all(words.as_bytes());
+                }
+                None => {
+                    let _ = e.print();
+                }
+            }
             std::process::exit(ExitCode::Usage.code().into());
         }
     };

@@ -17,11 +17,11 @@ use std::num::{IntErrorKind, ParseIntError};
 
 use clap::error::{ContextKind, ContextValue, ErrorKind};
 
-/// `error`'s message as `main` writes it to stderr, ending in a line break.
-pub fn house_words(error: &clap::Error) -> String {
-    // The help a verb without its subcommand shows: the same text as its `--help`.
+/// `error`'s message as `main` writes it to stderr, ending in a line break; `None` for the
+/// help a verb without its subcommand shows, which is written as clap writes its `--help`.
+pub fn house_words(error: &clap::Error) -> Option<String> {
     if error.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
-        return error.render().to_string();
+        return None;
     }
     let named = named_strings(error);
     let mut text = plain(&error.render().ansi().to_string(), &named);
@@ -50,7 +50,7 @@ pub fn house_words(error: &clap::Error) -> String {
     if !text.ends_with('\n') {
         text.push('\n');
     }
-    text
+    Some(text)
 }
 
 /// clap's rendering `ansi` without its styles (the colours of a terminal): the SGR
@@ -143,7 +143,7 @@ mod tests {
         let args: Vec<&str> = line.split(' ').collect();
         match command().try_get_matches_from(args) {
             Ok(_) => panic!("{line} parsed"),
-            Err(e) => house_words(&e),
+            Err(e) => house_words(&e).expect("a refusal, not a help"),
         }
     }
 
@@ -210,6 +210,8 @@ mod tests {
     /// clap's styles go, whatever else holds an escape.
     #[test]
     fn only_styles_are_taken_out() {
+        let help = command().try_get_matches_from(["retryctl"]).unwrap_err();
+        assert_eq!(house_words(&help), None, "a verb's help is clap's");
         let named = ["v\x1b[1mw".to_string()];
         assert_eq!(
             plain(

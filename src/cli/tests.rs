@@ -294,10 +294,9 @@ fn help_and_errors_snapshot() {
     for argv in argv_table() {
         if let Err(e) = parse_with(&mut main_command(&argv), &argv) {
             // What `main` writes: clap's rendering to stdout, the house's words to stderr.
-            let shown = if e.use_stderr() {
-                super::house_words(&e)
-            } else {
-                e.to_string()
+            let shown = match e.use_stderr() {
+                true => super::house_words(&e).unwrap_or_else(|| e.to_string()),
+                false => e.to_string(),
             };
             let outcome = format!("{:?}, stderr: {}\n{}", e.kind(), e.use_stderr(), shown);
             text.push_str(&format!("$ {}\n{}\n\n", argv.join(" "), outcome));
