@@ -223,9 +223,8 @@ pub fn parse_timeout(text: &str) -> Result<Duration, CliError> {
     match GoDuration::parse(text) {
         Ok(d) if d.as_nanos() > 0 => Ok(Duration::from_nanos(d.as_nanos())),
         Ok(_) => Err(CliError::usage("invalid `--timeout` `0s`: must be greater than zero")),
-        Err(e) => Err(CliError::usage(format!(
-            "invalid `--timeout` `{text}`: {e}; expected a duration such as `10s` or `500ms`"
-        ))),
+        // Each of the parse's reasons says what was expected already.
+        Err(e) => Err(CliError::usage(format!("invalid `--timeout` `{text}`: {e}"))),
     }
 }
 

@@ -89,6 +89,70 @@ impl fmt::Display for CliError {
 
 impl std::error::Error for CliError {}
 
+/// `message` with each line break inside a value it quotes (between two backticks) written
+/// `\x0a`, as the rest of a value's control characters are where the message is written: a
+/// name or a path holding a line break would otherwise start a line of its own that reads
+/// as the error's next line. The message's own line breaks, between quoted values, stay.
+fn values_on_their_line(message: &str) -> std::borrow::Cow<'_, str> {
+    let mut inside = false;
+    let quoted_break = message.chars().any(|c| {
+        if c == '`' {
+            inside = !inside;
+        }
+        inside && c == '\n'
+    });
+    if !quoted_break {
+        return std::borrow::Cow::Borrowed(message);
+    }
+    let mut out = String::with_capacity(message.len() + 8);
+    let mut inside = false;
+    for c in message.chars() {
+        match c {
+            '`' => inside = !inside,
+            '\n' if inside => {
+                out.push_str("\\x0a");
+                continue;
+            }
+            _ => {}
+        }
+        out.push(c);
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+/// `message` with the system's error texts in the house's words: `Address already in use
+/// (os error 98)`, as Rust writes an I/O error, becomes `address already in use` (lowercase,
+/// as every message starts, without Rust's number), wherever a message quoted one.
+fn system_words(message: &str) -> std::borrow::Cow<'_, str> {
+    const MARK: &str = " (os error ";
+    if !message.contains(MARK) {
+        return std::borrow::Cow::Borrowed(message);
+    }
+    let mut out = String::with_capacity(message.len());
+    let mut rest = message;
+    while let Some(at) = rest.find(MARK) {
+        let digits = rest[at + MARK.len()..].bytes().take_while(u8::is_ascii_digit).count();
+        let end = at + MARK.len() + digits;
+        if digits == 0 || !rest[end..].starts_with(')') {
+            out.push_str(&rest[..end]);
+            rest = &rest[end..];
+            continue;
+        }
+        // The system's text starts after the last `: ` before it (or where the text does).
+        let said = &rest[..at];
+        let start = said.rfind(": ").map_or(0, |i| i + 2);
+        out.push_str(&said[..start]);
+        let mut words = said[start..].chars();
+        if let Some(first) = words.next() {
+            out.extend(first.to_lowercase());
+            out.push_str(words.as_str());
+        }
+        rest = &rest[end + 1..];
+    }
+    out.push_str(rest);
+    std::borrow::Cow::Owned(out)
+}
+
 /// The exit code an error chain maps to: the first [`CliError`] in the chain decides;
 /// anything else is a failed operation (1). Other modules turn their errors into a
 /// [`CliError`] (the client: `From<ClientError>`), so this module depends on none of them.
@@ -103,17 +167,66 @@ pub fn exit_code_of(error: &anyhow::Error) -> ExitCode {
 pub fn report(error: &anyhow::Error, out: &mut dyn Write) -> ExitCode {
     let mut chain = error.chain();
     if let Some(first) = chain.next() {
-        let _ = writeln!(out, "error: {first}");
+        let _ = writeln!(
+            out,
+            "error: {}",
+            values_on_their_line(&system_words(&first.to_string()))
+        );
     }
     for cause in chain {
-        let _ = writeln!(out, "  caused by: {cause}");
+        let _ = writeln!(
+            out,
+            "  caused by: {}",
+            values_on_their_line(&system_words(&cause.to_string()))
+        );
     }
     if let Some(hint) = error
         .chain()
         .find_map(|c| c.downcast_ref::<CliError>())
         .and_then(|e| e.hint.as_ref())
     {
-        let _ = writeln!(out, "\nhint: {hint}");
+        let _ = writeln!(out, "\nhint: {}", values_on_their_line(hint));
     }
     exit_code_of(error)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A line break inside a quoted value is written `\x0a`; the message's own stay, and a
+    /// message with none is left as it is.
+    #[test]
+    fn a_line_break_in_a_value_stays_on_the_error_line() {
+        let error = anyhow::Error::new(CliError::usage(
+            "invalid retry policy name `a\nb`: a name is one line\nsecond `line`",
+        ));
+        let mut out = Vec::new();
+        assert_eq!(report(&error, &mut out), ExitCode::Usage);
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "error: invalid retry policy name `a\\x0ab`: a name is one line\nsecond `line`\n"
+        );
+        assert!(matches!(
+            values_on_their_line("no `value` here"),
+            std::borrow::Cow::Borrowed(_)
+        ));
+    }
+
+    /// The system's error texts lowercased and without Rust's number, wherever they are.
+    #[test]
+    fn the_systems_words_lose_rusts_number() {
+        assert_eq!(
+            system_words("cannot listen on `127.0.0.1:80`: Address already in use (os error 98)"),
+            "cannot listen on `127.0.0.1:80`: address already in use"
+        );
+        assert_eq!(
+            system_words("Is a directory (os error 21); then: No such file or directory (os error 2)"),
+            "is a directory; then: no such file or directory"
+        );
+        assert_eq!(
+            system_words("a value `(os error x)` stays"),
+            "a value `(os error x)` stays"
+        );
+    }
 }

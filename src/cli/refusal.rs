@@ -13,7 +13,7 @@
 //! raises, their exit code, or `--help` and `--version` (written to stdout as clap renders
 //! them).
 
-use std::num::{IntErrorKind, ParseIntError};
+use std::num::{IntErrorKind, ParseFloatError, ParseIntError};
 
 use clap::error::{ContextKind, ContextValue, ErrorKind};
 
@@ -90,18 +90,33 @@ fn plain(ansi: &str, named: &[String]) -> String {
     out
 }
 
-/// What a whole number flag expected, when `error` is its value refused by Rust's parse.
-fn number_refused(error: &clap::Error) -> Option<&'static str> {
+/// What a number flag expected, when `error` is its value refused by Rust's parse or by
+/// clap's range ("5 is not in 1..=4"): said as the house says it.
+fn number_refused(error: &clap::Error) -> Option<String> {
     if error.kind() != ErrorKind::ValueValidation {
         return None;
     }
-    let parse = std::error::Error::source(error)?.downcast_ref::<ParseIntError>()?;
-    Some(match parse.kind() {
-        IntErrorKind::PosOverflow => "too large",
-        IntErrorKind::NegOverflow => "too small",
-        IntErrorKind::Zero => "expected a whole number above 0",
-        _ => "expected a whole number",
-    })
+    let source = std::error::Error::source(error)?;
+    if let Some(parse) = source.downcast_ref::<ParseIntError>() {
+        return Some(
+            match parse.kind() {
+                IntErrorKind::PosOverflow => "too large",
+                IntErrorKind::NegOverflow => "too small",
+                IntErrorKind::Zero => "expected a whole number above 0",
+                _ => "expected a whole number",
+            }
+            .to_string(),
+        );
+    }
+    if source.is::<ParseFloatError>() {
+        return Some("expected a number".to_string());
+    }
+    // clap's ranged integers: "{value} is not in {low}..={high}".
+    let text = source.to_string();
+    let (_, range) = text.split_once(" is not in ")?;
+    let (low, high) = range.split_once("..=")?;
+    let whole = |s: &str| !s.is_empty() && s.trim_start_matches('-').bytes().all(|b| b.is_ascii_digit());
+    (whole(low) && whole(high)).then(|| format!("expected a whole number from {low} to {high}"))
 }
 
 /// The flags, values and subcommands `error` names, longest first (so that a name inside
@@ -161,6 +176,14 @@ mod tests {
         assert_eq!(
             refused("retryctl tune --max-lost 99999999999999999999999"),
             "error: invalid value `99999999999999999999999` for `--max-lost <N>`: too large\n\nFor more information, try `--help`.\n"
+        );
+        assert_eq!(
+            refused("retryctl simulate --global-max-retries 99999999999"),
+            "error: invalid value `99999999999` for `--global-max-retries <N>`: expected a whole number from 0 to 4294967295\n\nFor more information, try `--help`.\n"
+        );
+        assert_eq!(
+            refused("retryctl suggest --futile abc"),
+            "error: invalid value `abc` for `--futile <P>`: expected a number\n\nFor more information, try `--help`.\n"
         );
         assert_eq!(
             refused("retryctl simulate --history"),

@@ -25,14 +25,17 @@ impl Shard {
         let bad =
             |why: &str| format!("invalid `--shard` `{text}`: {why} (expected `I/N` with 0 ≤ I < N, such as `0/4`)");
         let (i, n) = text.split_once('/').ok_or_else(|| bad("no `/`"))?;
-        let index: u64 = i
-            .trim()
-            .parse()
-            .map_err(|_| bad("the shard index is not a whole number"))?;
-        let count: u64 = n
-            .trim()
-            .parse()
-            .map_err(|_| bad("the number of shards is not a whole number"))?;
+        // Digits past 64 bits are a whole number still, too large: past the cap, as any
+        // count above it is, or an index past any count.
+        let too_large = |e: &std::num::ParseIntError| *e.kind() == std::num::IntErrorKind::PosOverflow;
+        let count: u64 = n.trim().parse().map_err(|e| match too_large(&e) {
+            true => bad(&format!("more than {MAX_SHARDS} shards")),
+            false => bad("the number of shards is not a whole number"),
+        })?;
+        let index: u64 = i.trim().parse().map_err(|e| match too_large(&e) {
+            true => bad("the shard index is not below the number of shards"),
+            false => bad("the shard index is not a whole number"),
+        })?;
         if count == 0 {
             return Err(bad("there are no shards"));
         }
@@ -65,6 +68,11 @@ mod tests {
             ("1", "no `/`"),
             ("a/2", "the shard index is not a whole number"),
             ("1/-2", "the number of shards is not a whole number"),
+            ("1/99999999999999999999", "more than 1000000 shards"),
+            (
+                "99999999999999999999/4",
+                "the shard index is not below the number of shards",
+            ),
         ] {
             assert_eq!(
                 Shard::parse(bad),

@@ -202,11 +202,11 @@ impl fmt::Display for ClientError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             ClientError::Unreachable { url, reason } => {
-                write!(f, "cannot reach the Armada server at {}: {reason}", redact_url(url))
+                write!(f, "cannot reach the Armada server at `{}`: {reason}", redact_url(url))
             }
             ClientError::Timeout { url, timeout } => write!(
                 f,
-                "the Armada server at {} did not answer within {}",
+                "the Armada server at `{}` did not answer within {}",
                 redact_url(url),
                 crate::model::duration::GoDuration(timeout.as_nanos() as u64)
             ),

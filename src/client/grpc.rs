@@ -686,7 +686,7 @@ mod tests {
         let e = GrpcClient::new(config("grpc://armada.example")).err().unwrap();
         assert_eq!(
             e.to_string(),
-            "cannot reach the Armada server at grpc://armada.example: the address has no port (expected `host:port`)"
+            "cannot reach the Armada server at `grpc://armada.example`: the address has no port (expected `host:port`)"
         );
     }
 
@@ -702,7 +702,7 @@ mod tests {
         let e = c.get_policy("p").unwrap_err();
         assert_eq!(
             e.to_string(),
-            format!("cannot reach the Armada server at grpc://127.0.0.1:{port}: connection refused")
+            format!("cannot reach the Armada server at `grpc://127.0.0.1:{port}`: connection refused")
         );
         assert_eq!(e.exit_code(), crate::error::ExitCode::Unreachable);
     }

@@ -314,8 +314,13 @@ fn write_if_it_fits(_text: &[u8]) {}
 fn with_file_lines(given: &[String], file: Option<&std::path::Path>, flag: &str) -> Result<Vec<String>, CliError> {
     let mut out = given.to_vec();
     if let Some(path) = file {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| CliError::usage(format!("cannot read `{flag}` {}: {e}", path.display())))?;
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            CliError::usage(format!(
+                "cannot read `{flag}` `{}`: {}",
+                path.display(),
+                crate::input::io_reason(&e)
+            ))
+        })?;
         let before = out.len();
         out.extend(
             text.lines()
@@ -325,7 +330,7 @@ fn with_file_lines(given: &[String], file: Option<&std::path::Path>, flag: &str)
         );
         if out.len() == before {
             return Err(CliError::usage(format!(
-                "`{flag}` {} holds no credentials (one per line expected)",
+                "`{flag}` `{}` holds no credentials (one per line expected)",
                 path.display()
             )));
         }

@@ -567,3 +567,38 @@ fn diff_takes_no_dry_run() {
         "exit: 2\n--- stdout\n--- stderr\nerror: unexpected argument `--dry-run` found\n\nUsage: retryctl diff --filename <PATH>...\n\nFor more information, try `--help`.\n"
     );
 }
+
+/// A `--retry-policy` name no document holds is refused once, before any job is replayed,
+/// by simulate and tune alike (it was an error on every job, then a warning that the flag
+/// was ignored because every queue was among the documents, which none was).
+#[test]
+fn a_retry_policy_no_document_holds_is_refused_once() {
+    let home = temp_home();
+    let history = ["--history", "testdata/route/week.jsonl"];
+    let refused = "exit: 3\n--- stdout\n--- stderr\nerror: `--retry-policy` names policies `nosuch`, `other` that are not among the documents given with -f (known: `infra`)\n";
+    let simulate = retryctl(home.path())
+        .args([
+            "simulate",
+            "-f",
+            "testdata/policies/valid/infra.yaml",
+            "--retry-policy",
+            "nosuch,infra,other",
+        ])
+        .args(history)
+        .output()
+        .unwrap();
+    assert_eq!(format_output(&simulate), refused);
+    let tune = retryctl(home.path())
+        .args([
+            "tune",
+            "-f",
+            "testdata/policies/valid/infra.yaml",
+            "--retry-policy",
+            "nosuch,infra,other",
+        ])
+        .args(["--vary", "infra:retryLimit=1..3"])
+        .args(history)
+        .output()
+        .unwrap();
+    assert_eq!(format_output(&tune), refused);
+}

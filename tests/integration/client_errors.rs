@@ -39,7 +39,7 @@ fn every_server_command_says_it_cannot_reach_the_url_and_exits_4() {
         let out = run(home.path(), &url, args);
         assert!(out.starts_with("exit: 4\n"), "{args:?}: {out}");
         assert!(
-            out.contains("cannot reach the Armada server at URL: connection refused"),
+            out.contains("cannot reach the Armada server at `URL`: connection refused"),
             "{args:?}: {out}"
         );
         assert!(
@@ -51,7 +51,7 @@ fn every_server_command_says_it_cannot_reach_the_url_and_exits_4() {
     exit: 4
     --- stdout
     --- stderr
-    error: cannot list retry policies: cannot reach the Armada server at URL: connection refused
+    error: cannot list retry policies: cannot reach the Armada server at `URL`: connection refused
 
     hint: start a server (`retryctl serve`), or point retryctl elsewhere with `--armada-url URL`, `$ARMADA_URL` or a config context (`retryctl config get-contexts`); this URL came from `--armada-url`
     ");
@@ -62,7 +62,7 @@ fn the_default_url_is_localhost_8080_and_env_overrides_it() {
     let home = temp_home();
     let url = dead_url();
     let out = exchange(retryctl(home.path()).env("ARMADA_URL", &url).args(["get", "rp"])).replace(&url, "URL");
-    assert!(out.contains("at URL: connection refused"), "{out}");
+    assert!(out.contains("at `URL`: connection refused"), "{out}");
     assert!(out.contains("this URL came from `$ARMADA_URL`"), "{out}");
     // Without flag, env or config the request goes to localhost:8080 (seen in the -v log,
     // whether or not something happens to listen there).
@@ -82,7 +82,7 @@ fn a_hung_server_times_out_with_exit_4_within_the_timeout() {
     let took = started.elapsed();
     assert!(out.starts_with("exit: 4\n"), "{out}");
     assert!(
-        out.contains("error: cannot get retry policy `p1`: the Armada server at URL did not answer within 300ms"),
+        out.contains("error: cannot get retry policy `p1`: the Armada server at `URL` did not answer within 300ms"),
         "{out}"
     );
     // Not a timing assertion on speed: it proves the timeout was not retried 3 times over

@@ -38,7 +38,7 @@ fn a_redirect_to_another_host_is_refused_and_named() {
         .unwrap();
     let text = format_output(&out).replace(&stub.url, "URL");
     assert!(
-        text.starts_with("exit: 4\n--- stdout\n--- stderr\nerror: cannot get retry policy `p`: cannot reach the Armada server at URL: the server redirected to another host (http://elsewhere.invalid:9/v1/retry-policy/p); refusing to follow it\n"),
+        text.starts_with("exit: 4\n--- stdout\n--- stderr\nerror: cannot get retry policy `p`: cannot reach the Armada server at `URL`: the server redirected to another host (http://elsewhere.invalid:9/v1/retry-policy/p); refusing to follow it\n"),
         "{text}"
     );
     assert_eq!(stub.requests().len(), 1);
@@ -68,7 +68,7 @@ fn a_password_in_the_url_is_masked_in_errors() {
     let text = format_output(&out);
     assert!(!text.contains("s3cret"), "{text}");
     assert!(
-        text.contains("cannot reach the Armada server at http://127.0.0.1:9: "),
+        text.contains("cannot reach the Armada server at `http://127.0.0.1:9`: "),
         "{text}"
     );
 }

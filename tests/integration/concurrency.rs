@@ -445,7 +445,7 @@ fn a_second_server_on_the_same_database_is_refused() {
     assert_eq!(
         String::from_utf8_lossy(&out.stderr),
         format!(
-            "error: the database {} is in use by another process (another `retryctl serve`?); one server per database file\n",
+            "error: the database `{}` is in use by another process (another `retryctl serve`?); one server per database file\n",
             db.display()
         )
     );

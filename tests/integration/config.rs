@@ -279,7 +279,7 @@ fn a_grpc_only_context_is_spoken_to_over_grpc_with_tls() {
     assert!(
         out.starts_with(
             "exit: 4\n--- stdout\n--- stderr\nerror: cannot list retry policies: cannot reach the Armada \
-             server at grpcs://127.0.0.1:1: connection refused\n"
+             server at `grpcs://127.0.0.1:1`: connection refused\n"
         ),
         "{out}"
     );

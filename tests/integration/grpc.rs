@@ -521,7 +521,7 @@ fn grpc_errors_have_the_exit_codes_and_words_of_rest() {
     assert!(
         out.starts_with(
             "exit: 4\n--- stdout\n--- stderr\nerror: cannot list retry policies: cannot reach the Armada server at \
-             grpc://ADDR: connection refused\n\nhint: start a server"
+             `grpc://ADDR`: connection refused\n\nhint: start a server"
         ),
         "{out} (port {port})"
     );

@@ -123,8 +123,8 @@ fn rest_source_errors_exit_4_and_5() {
     assert_eq!(out.status.code(), Some(4));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.starts_with(&format!(
-            "error: Lookout at `http://127.0.0.1:{port}/api/v1/jobs` is unreachable: Connection refused"
+        err.ends_with(&format!(
+            "error: Lookout at `http://127.0.0.1:{port}/api/v1/jobs` is unreachable: connection refused\n"
         )),
         "{err}"
     );

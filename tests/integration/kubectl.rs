@@ -99,7 +99,7 @@ fn an_unreachable_server_leaves_a_dry_run_offline_and_says_so() {
         "{out}"
     );
     assert!(
-        out.ends_with("--- stderr\nnote: the server at URL is unreachable: checked the files alone; names and attached policies were not checked against the server\n"),
+        out.ends_with("--- stderr\nnote: the server at `URL` is unreachable: checked the files alone; names and attached policies were not checked against the server\n"),
         "{out}"
     );
     // Alone, the queue's policies are outside the batch: said, not silently passed.

@@ -105,7 +105,7 @@ fn the_variable_alone_never_switches_the_source() {
     );
     assert!(out.starts_with("exit: 4\n"), "{out}");
     assert!(
-        out.contains("cannot reach the Armada server at http://127.0.0.1:1"),
+        out.contains("cannot reach the Armada server at `http://127.0.0.1:1`"),
         "{out}"
     );
     assert!(!out.contains("lookout"), "{out}");

@@ -285,7 +285,7 @@ fn a_file_that_is_not_a_database_is_refused() {
     assert_eq!(
         format_output(&out),
         format!(
-            "exit: 1\n--- stdout\n--- stderr\nerror: cannot configure the database {}\n  caused by: file is not a database\n",
+            "exit: 1\n--- stdout\n--- stderr\nerror: cannot configure the database `{}`\n  caused by: file is not a database\n",
             file.display()
         )
     );
@@ -350,7 +350,7 @@ fn a_port_in_use_is_a_clear_error() {
     assert_eq!(
         format_output(&out),
         format!(
-            "exit: 1\n--- stdout\n--- stderr\nerror: cannot listen on `{addr}`: Address already in use (os error 98)\n\nhint: another process uses that port: pick another with `--listen 127.0.0.1:PORT`\n"
+            "exit: 1\n--- stdout\n--- stderr\nerror: cannot listen on `{addr}`: address already in use\n\nhint: another process uses that port: pick another with `--listen 127.0.0.1:PORT`\n"
         )
     );
 }
@@ -497,7 +497,7 @@ fn tokens_and_basic_auth_from_files() {
     assert_eq!(
         String::from_utf8_lossy(&out.stderr),
         format!(
-            "error: `--token-file` {} holds no credentials (one per line expected)\n",
+            "error: `--token-file` `{}` holds no credentials (one per line expected)\n",
             empty.display()
         )
     );

@@ -52,7 +52,7 @@ pub fn probe(ctx: &mut Context) -> anyhow::Result<Option<Remote>> {
         Err(e) if e.is_unreachable() => {
             writeln!(
                 ctx.err,
-                "note: the server at {} is unreachable: checked the files alone; names and \
+                "note: the server at `{}` is unreachable: checked the files alone; names and \
                  attached policies were not checked against the server",
                 crate::redact::redact_url(conn.client.base_url())
             )?;

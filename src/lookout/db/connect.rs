@@ -265,7 +265,7 @@ pub(in crate::lookout) fn query_error(e: &tokio_postgres::Error, shown: &str) ->
 
 /// The server's own words when there are some (`password authentication failed …`, with its
 /// `DETAIL` and `HINT` when it gives them), else the driver's chain (`error connecting to
-/// server: Connection refused …`); on one line, its control characters escaped (`\x0a`,
+/// server: connection refused`); on one line, its control characters escaped (`\x0a`,
 /// `\x1b`) as row text and DSNs are: whatever answers on the port wrote them, and they reach
 /// `watch`'s log, `/healthz` and every verb's errors, where a line break would forge a line
 /// and an escape sequence would reach the terminal.
@@ -284,7 +284,11 @@ fn reason(e: &tokio_postgres::Error) -> String {
             let mut text = e.to_string();
             let mut src = std::error::Error::source(e);
             while let Some(s) = src {
-                let s_text = s.to_string();
+                // The system's words lowercased, without Rust's `(os error 111)`.
+                let s_text = match s.downcast_ref::<std::io::Error>() {
+                    Some(io) => crate::input::io_reason(io),
+                    None => s.to_string(),
+                };
                 if !text.contains(&s_text) {
                     text.push_str(": ");
                     text.push_str(&s_text);

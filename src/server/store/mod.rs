@@ -87,7 +87,7 @@ impl Store {
     pub fn open(location: Location) -> anyhow::Result<Store> {
         use anyhow::Context as _;
         let (conn, lock) = sqlite::open(&location)?;
-        let describe = location.to_string();
+        let describe = location.named();
         let cache = sqlite::load(&conn)
             .map_err(sqlite::flat)
             .with_context(|| format!("cannot read the database {describe}"))?;
@@ -439,7 +439,7 @@ mod tests {
         assert_eq!(
             format!("{err:#}"),
             format!(
-                "the database {} is in use by another process (another `retryctl serve`?); one server per database file",
+                "the database `{}` is in use by another process (another `retryctl serve`?); one server per database file",
                 path.display()
             )
         );
@@ -467,7 +467,7 @@ mod tests {
         let err = format!("{:#}", Store::open(Location::File(damaged.clone())).err().unwrap());
         assert!(
             err.starts_with(&format!(
-                "the database {} is corrupt (PRAGMA quick_check: ",
+                "the database `{}` is corrupt (PRAGMA quick_check: ",
                 damaged.display()
             )),
             "{err}"
@@ -502,7 +502,7 @@ mod tests {
         assert_eq!(
             format!("{err:#}"),
             format!(
-                "cannot migrate the database {}: the database has schema version 99, newer than this retryctl knows (2); use a newer retryctl",
+                "cannot migrate the database `{}`: the database has schema version 99, newer than this retryctl knows (2); use a newer retryctl",
                 dir.path().join("sub/armada.db").display()
             )
         );

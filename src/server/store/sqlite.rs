@@ -53,14 +53,14 @@ pub(super) fn open(location: &Location) -> anyhow::Result<(Connection, Option<st
         Location::File(path) => {
             if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
                 std::fs::create_dir_all(dir)
-                    .with_context(|| format!("cannot create the database directory {}", dir.display()))?;
+                    .with_context(|| format!("cannot create the database directory `{}`", dir.display()))?;
             }
             lock = Some(lock_file(path)?);
-            Connection::open(path).with_context(|| format!("cannot open the database {}", path.display()))?
+            Connection::open(path).with_context(|| format!("cannot open the database `{}`", path.display()))?
         }
         Location::InMemory => Connection::open_in_memory()?,
     };
-    let describe = location.to_string();
+    let describe = location.named();
     configure(&conn, matches!(location, Location::File(_)))
         .map_err(flat)
         .with_context(|| format!("cannot configure the database {describe}"))?;
@@ -99,12 +99,12 @@ fn lock_file(path: &Path) -> anyhow::Result<std::fs::File> {
         .create(true)
         .truncate(false)
         .open(path)
-        .map_err(|e| anyhow::anyhow!("cannot open the database {}: {e}", path.display()))?;
+        .map_err(|e| anyhow::anyhow!("cannot open the database `{}`: {e}", path.display()))?;
     if try_flock(&file)? {
         Ok(file)
     } else {
         anyhow::bail!(
-            "the database {} is in use by another process (another `retryctl serve`?); one server per database file",
+            "the database `{}` is in use by another process (another `retryctl serve`?); one server per database file",
             path.display()
         )
     }

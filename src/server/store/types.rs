@@ -15,6 +15,16 @@ pub enum Location {
     InMemory,
 }
 
+impl Location {
+    /// As an error names it: a file's path in backticks, as every message shows a value.
+    pub fn named(&self) -> String {
+        match self {
+            Location::File(p) => format!("`{}`", p.display()),
+            Location::InMemory => "in memory".to_string(),
+        }
+    }
+}
+
 impl std::fmt::Display for Location {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
