@@ -19,7 +19,13 @@ pub struct EmitArgs {
     pub emit: Option<EmitKind>,
 
     /// With --emit: the number of shards (1 to 1,000,000).
-    #[arg(long, value_name = "N", requires = "emit", help_heading = "Run in shards (--emit)")]
+    #[arg(
+        long,
+        allow_negative_numbers = true,
+        value_name = "N",
+        requires = "emit",
+        help_heading = "Run in shards (--emit)"
+    )]
     pub shard_count: Option<u64>,
 
     /// With --emit: the container image; its entrypoint must be retryctl (the repository's

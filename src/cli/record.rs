@@ -144,13 +144,13 @@ pub struct WatchArgs {
 
     /// Below this many jobs with a failed run in the window, a candidate's verdict is
     /// `inconclusive`.
-    #[arg(long, value_name = "N", default_value_t = 100)]
+    #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = 100)]
     pub min_jobs: u64,
 
     /// How many jobs (or what share of them, `1%`) of the window may contradict today's
     /// policy before a candidate's verdict is `reject`: past it, today's policy is not what
     /// the cluster runs.
-    #[arg(long, value_name = "N|P%", default_value_t = MaxContradictions::default(), value_parser = values::max_contradictions)]
+    #[arg(long, allow_negative_numbers = true, value_name = "N|P%", default_value_t = MaxContradictions::default(), value_parser = values::max_contradictions)]
     pub max_contradictions: MaxContradictions,
 
     #[command(flatten)]

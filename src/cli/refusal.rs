@@ -177,6 +177,11 @@ mod tests {
             refused("retryctl tune --max-lost 99999999999999999999999"),
             "error: invalid value `99999999999999999999999` for `--max-lost <N>`: too large\n\nFor more information, try `--help`.\n"
         );
+        // A negative number reaches the flag's parser (not "unexpected argument `-1`").
+        assert_eq!(
+            refused("retryctl tune --max-lost -1"),
+            "error: invalid value `-1` for `--max-lost <N>`: expected a whole number\n\nFor more information, try `--help`.\n"
+        );
         assert_eq!(
             refused("retryctl simulate --global-max-retries 99999999999"),
             "error: invalid value `99999999999` for `--global-max-retries <N>`: expected a whole number from 0 to 4294967295\n\nFor more information, try `--help`.\n"

@@ -252,7 +252,7 @@ pub struct TuneArgs {
 
     /// Recommend no candidate that loses more than N jobs the baseline saved (Succeeded →
     /// Failed).
-    #[arg(long, value_name = "N", default_value_t = 0)]
+    #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = 0)]
     pub max_lost: u64,
 
     /// Recommend no candidate whose cost (compute added − removed + expected) is over this: a
@@ -262,11 +262,11 @@ pub struct TuneArgs {
 
     /// Recommend nothing when more jobs than this contradict the baseline (it is then not
     /// what the cluster ran): a number of jobs (`5`), or a percentage of the jobs compared.
-    #[arg(long, value_name = "N|P%", default_value_t = MaxContradictions::default(), value_parser = values::max_contradictions)]
+    #[arg(long, allow_negative_numbers = true, value_name = "N|P%", default_value_t = MaxContradictions::default(), value_parser = values::max_contradictions)]
     pub max_contradictions: MaxContradictions,
 
     /// Refuse (exit 2, before any replay) a search of more candidates than N.
-    #[arg(long, value_name = "N", default_value_t = 10_000)]
+    #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = 10_000)]
     pub max_candidates: u64,
 
     /// Print candidate ID's documents (`recommended`: the recommended one's; `template`: the
@@ -323,16 +323,16 @@ pub struct SuggestArgs {
 
     /// A signature needs this many trials (failed runs followed by another run) for a rule
     /// of its own.
-    #[arg(long, value_name = "N", default_value_t = 20)]
+    #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = 20)]
     pub min_trials: u64,
 
     /// A retry pays when at least this share of trials succeeds (0 < P < 1): the limit is
     /// the deepest depth that pays; a signature none of whose depths pays gets Fail.
-    #[arg(long, value_name = "P", default_value_t = 0.05)]
+    #[arg(long, allow_negative_numbers = true, value_name = "P", default_value_t = 0.05)]
     pub futile: f64,
 
     /// The largest limit proposed (1 to 10000).
-    #[arg(long, value_name = "L", default_value_t = 5)]
+    #[arg(long, allow_negative_numbers = true, value_name = "L", default_value_t = 5)]
     pub max_limit: u32,
 
     /// A depth with fewer than 5 trials of its own reads the signature's overall share
@@ -365,7 +365,7 @@ pub struct SuggestArgs {
 
     /// Reject the proposal when more jobs than this contradict today's policy (it is then
     /// not what the cluster ran): a number of jobs (`5`), or a percentage of the jobs compared.
-    #[arg(long, value_name = "N|P%", default_value_t = MaxContradictions::default(), value_parser = values::max_contradictions)]
+    #[arg(long, allow_negative_numbers = true, value_name = "N|P%", default_value_t = MaxContradictions::default(), value_parser = values::max_contradictions)]
     pub max_contradictions: MaxContradictions,
 
     // Gone: suggest exits 1 on `reject` (docs/reference/suggest.md "Exit status"). Kept hidden
@@ -484,7 +484,7 @@ pub struct SchedulerArgs {
     pub retry_policies: Option<Vec<String>>,
 
     /// Override the scheduler's globalMaxRetries.
-    #[arg(long, value_name = "N")]
+    #[arg(long, allow_negative_numbers = true, value_name = "N")]
     pub global_max_retries: Option<u32>,
 
     /// Override the scheduler's defaultPolicyName.

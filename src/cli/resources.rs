@@ -120,7 +120,7 @@ pub struct QueueFlags {
     pub retry_policies: Option<Vec<String>>,
 
     /// Priority factor (at least 1.0).
-    #[arg(long, value_name = "FACTOR")]
+    #[arg(long, allow_negative_numbers = true, value_name = "FACTOR")]
     pub priority_factor: Option<f64>,
 
     /// User owner (repeatable, or comma separated).

@@ -530,3 +530,28 @@ fn printed_commands_run_in_bash_as_printed() {
         text(&written.stdout)
     );
 }
+
+/// A line break in a value the command line gave stays on the error's line (`\x0a`), as its
+/// escapes do, in the house's errors and in clap's refusals alike: a name cannot forge a
+/// second `error:` line for a script that reads them.
+#[test]
+fn a_line_break_in_an_argument_stays_on_the_error_line() {
+    let home = temp_home();
+    for (args, want) in [
+        (
+            vec!["get", "rp", "a\x1b[31mb\nerror: forged", "--armada-url", "http://127.0.0.1:1"],
+            "exit: 2\n--- stdout\n--- stderr\nerror: invalid retry policy name `a\\x1b[31mb\\x0aerror: forged`: character `\\x1b` at position 2 is not allowed; use lowercase letters, digits and `-`\n",
+        ),
+        (
+            vec!["delete", "bo\ngus/foo"],
+            "exit: 2\n--- stdout\n--- stderr\nerror: unknown resource type `bo\\x0agus` in `bo\\x0agus/foo`: expected `retrypolicy` (`rp`) or `queue` (`q`)\n",
+        ),
+        (
+            vec!["simulate", "--contention", "a\nerror: forged"],
+            "exit: 2\n--- stdout\n--- stderr\nerror: invalid value `a\\x0aerror: forged` for `--contention <MODE>`\n  [possible values: auto, on, off]\n\nFor more information, try `--help`.\n",
+        ),
+    ] {
+        let out = retryctl(home.path()).args(&args).output().unwrap();
+        assert_eq!(format_output(&out), want, "{args:?}");
+    }
+}
