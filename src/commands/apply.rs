@@ -213,6 +213,15 @@ fn refuse_unknown_categories(items: &[Item], path: &std::path::Path) -> Result<(
         _ => None,
     });
     let Some(config) = config else {
+        // A file that cannot be read (missing, a directory) is said as that, not as a file
+        // without a config.
+        if let (true, Some(e)) = (file.documents.is_empty(), file.errors.first()) {
+            return Err(CliError::invalid(format!(
+                "`--categorizer` `{}`: {}; nothing was sent",
+                path.display(),
+                e.message
+            )));
+        }
         return Err(CliError::invalid(format!(
             "`{}` holds no valid executor categorizer config (`errorCategories`); nothing was sent",
             path.display()

@@ -469,3 +469,30 @@ fn a_categorizer_at_its_caps_of_unicode_classes_is_read_and_replayed() {
     ]);
     assert!(suggest.starts_with("exit: 0\n"), "{suggest}");
 }
+
+/// `apply --categorizer` of a file that cannot be read says so (it said the file held no
+/// categorizer config), and sends nothing.
+#[test]
+fn apply_with_a_categorizer_that_cannot_be_read_says_why() {
+    let home = temp_home();
+    let missing = home.path().join("missing.yaml");
+    let out = exchange(
+        retryctl(home.path())
+            .args([
+                "apply",
+                "-f",
+                "testdata/policies/valid/infra.yaml",
+                "--dry-run=client",
+                "--categorizer",
+            ])
+            .arg(&missing),
+    )
+    .replace(&home.path().display().to_string(), "HOME");
+    assert!(out.starts_with("exit: 3\n"), "{out}");
+    assert!(
+        out.ends_with(
+            "error: `--categorizer` `HOME/missing.yaml`: cannot read: no such file or directory; nothing was sent\n"
+        ),
+        "{out}"
+    );
+}
