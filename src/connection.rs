@@ -609,20 +609,24 @@ impl ConnectionSettings {
         let g = &self.credentials;
         let found = |auth: Auth, from: String| Ok(Credentials { auth, from });
         if let Some(t) = &g.token {
-            return found(Auth::Bearer(t.trim().to_string()), "`--token`".into());
+            let from = "`--token`".to_string();
+            return found(Auth::Bearer(sendable(t.trim(), &from, CliError::usage)?), from);
         }
         if let Some(path) = &g.token_file {
             let from = format!("`--token-file` `{}`", path.display());
-            return found(Auth::Bearer(read_token_file(path, &from)?), from);
+            let token = read_token_file(path, &from)?;
+            return found(Auth::Bearer(sendable(&token, &from, CliError::usage)?), from);
         }
         if let Some(t) = &g.env_token {
-            return found(Auth::Bearer(t.trim().to_string()), "`$ARMADA_TOKEN`".into());
+            let from = "`$ARMADA_TOKEN`".to_string();
+            return found(Auth::Bearer(sendable(t.trim(), &from, CliError::usage)?), from);
         }
         if let Some(auth) = url_auth {
             return found(auth.clone(), "the URL".into());
         }
         if let Some(t) = &g.bearer_token {
-            return found(Auth::Bearer(t.clone()), format!("`bearerToken` of {}", g.whose));
+            let from = format!("`bearerToken` of {}", g.whose);
+            return found(Auth::Bearer(sendable(t, &from, CliError::invalid)?), from);
         }
         if let Some((username, password)) = &g.basic_auth {
             let auth = Auth::Basic {
@@ -696,6 +700,27 @@ impl Endpoint {
             "start a server (`retryctl serve`), or point retryctl elsewhere with `--armada-url URL`, \
              `$ARMADA_URL` or a config context (`retryctl config get-contexts`); {from}"
         )
+    }
+}
+
+/// `token` when every character of it can go in an HTTP header and in gRPC metadata
+/// (printable ASCII, no space); else the refusal `refuse` makes (a usage error for a flag or a
+/// variable, invalid input for a config file), which never quotes the token: it is a secret.
+/// Sent as it was, it failed at the request, as a server that could not be reached (exit 4).
+fn sendable(token: &str, from: &str, refuse: fn(String) -> CliError) -> Result<String, CliError> {
+    match token.chars().find(|c| !c.is_ascii_graphic()) {
+        None => Ok(token.to_string()),
+        Some(c) => {
+            let what = match c {
+                '\n' | '\r' => "a line break, which no HTTP header or gRPC metadata can carry",
+                ' ' | '\t' => "a space, which no bearer token holds (RFC 6750)",
+                c if c.is_control() => "a control character, which no HTTP header or gRPC metadata can carry",
+                _ => "a character that is not ASCII, which gRPC metadata cannot carry and no bearer token holds",
+            };
+            Err(refuse(format!(
+                "{from} holds {what}: expected the bearer token alone (not shown here: it is a secret)"
+            )))
+        }
     }
 }
 
@@ -1107,6 +1132,25 @@ mod tests {
             format!(
                 "`--token-file` `{shown}` holds 2 non-empty lines; expected the bearer token alone \
                  on one line (not shown here: it may hold secrets)"
+            )
+        );
+        // What no request can carry is refused before any is sent (it failed at the request,
+        // as a server that could not be reached: exit 4), never quoting the token.
+        assert_eq!(
+            fails(Some("s\x1bcret\n")),
+            format!(
+                "`--token-file` `{shown}` holds a control character, which no HTTP header or gRPC \
+                 metadata can carry: expected the bearer token alone (not shown here: it is a secret)"
+            )
+        );
+        let s = resolve(&global(&["--config", &cfg, "--token", "se\ncret"]), &Env::default()).unwrap();
+        let e = s.credentials(None).unwrap_err();
+        assert_eq!(
+            (e.code, e.message.as_str()),
+            (
+                ExitCode::Usage,
+                "`--token` holds a line break, which no HTTP header or gRPC metadata can carry: expected \
+                 the bearer token alone (not shown here: it is a secret)"
             )
         );
     }

@@ -434,3 +434,23 @@ fn a_wrong_shaped_policy_list_is_exit_4() {
     let out = run(home.path(), &stub.url, &["get", "retrypolicies"]);
     assert!(out.starts_with("exit: 0\n"), "{out}");
 }
+
+/// A bearer token no request can carry (a line break: `--token "$(cat two-line-file)"`) is a
+/// usage error before anything is sent, not a server that could not be reached (exit 4), and
+/// the token is never shown.
+#[test]
+fn a_token_no_request_can_carry_is_a_usage_error() {
+    let home = temp_home();
+    let out = exchange(retryctl(home.path()).args([
+        "get",
+        "rp",
+        "--armada-url",
+        "http://127.0.0.1:1",
+        "--token",
+        "se\ncret",
+    ]));
+    assert_eq!(
+        out,
+        "exit: 2\n--- stdout\n--- stderr\nerror: `--token` holds a line break, which no HTTP header or gRPC metadata can carry: expected the bearer token alone (not shown here: it is a secret)\n"
+    );
+}
