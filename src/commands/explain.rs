@@ -56,6 +56,13 @@ pub fn run(ctx: &mut Context, args: &ExplainArgs) -> anyhow::Result<ExitCode> {
                 .into(),
         );
     };
+    // `retrypolicy..spec` or `retrypolicy.spec.`: a name left out, not the path without it.
+    if full.split('.').any(str::is_empty) {
+        return Err(CliError::usage(format!(
+            "invalid field path `{full}`: a field name is empty (expected names joined by single dots, such as `retrypolicy.spec.rules`)"
+        ))
+        .into());
+    }
     let (noun, path) = full.split_once('.').unwrap_or((full, ""));
     let kind = match noun_kind(noun) {
         Some(k @ (Kind::RetryPolicy | Kind::Queue)) => k,

@@ -602,3 +602,19 @@ fn a_retry_policy_no_document_holds_is_refused_once() {
         .unwrap();
     assert_eq!(format_output(&tune), refused);
 }
+
+/// A field path with an empty name (`..`, a dot at either end) is refused, not read as the
+/// path without it.
+#[test]
+fn explain_refuses_an_empty_field_name() {
+    let home = temp_home();
+    for path in ["retrypolicy..spec", "retrypolicy.spec.", ".spec"] {
+        let out = retryctl(home.path()).args(["explain", path]).output().unwrap();
+        assert_eq!(
+            format_output(&out),
+            format!(
+                "exit: 2\n--- stdout\n--- stderr\nerror: invalid field path `{path}`: a field name is empty (expected names joined by single dots, such as `retrypolicy.spec.rules`)\n"
+            )
+        );
+    }
+}
