@@ -618,3 +618,27 @@ fn explain_refuses_an_empty_field_name() {
         );
     }
 }
+
+/// A default policy no document holds is said once at the start (only a job whose queue
+/// names no policy would need it: it passed unseen otherwise), and the replay goes on.
+#[test]
+fn a_default_policy_no_document_holds_is_a_warning() {
+    let home = temp_home();
+    let out = retryctl(home.path())
+        .args([
+            "simulate",
+            "-f",
+            "testdata/route/current",
+            "--history",
+            "testdata/route/week.jsonl",
+        ])
+        .args(["--default-policy", "nosuch", "-o", "json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.starts_with("warning: the scheduler's defaultPolicyName `nosuch` is not among the documents given with -f: a job whose queue names no policy cannot be replayed\n"),
+        "{err}"
+    );
+}

@@ -279,6 +279,7 @@ pub fn resolve(ctx: &mut Context, replay: ReplaySpec) -> anyhow::Result<Option<S
             })
         })
         .collect::<Result<Vec<_>, CliError>>()?;
+    warn_unknown_default(ctx, &settings, &candidates)?;
     Ok(Some(Sides {
         spec: replay,
         candidates,
@@ -287,6 +288,29 @@ pub fn resolve(ctx: &mut Context, replay: ReplaySpec) -> anyhow::Result<Option<S
         engine_from,
         settings: settings.for_engine(engine, &mut *ctx.err)?,
     }))
+}
+
+/// The scheduler's `defaultPolicyName` (`--default-policy`, or the config's) that a
+/// candidate's documents do not hold: said once, since no job may need it (a job whose queue
+/// names no policy does, and is then refused), and a typo in it otherwise passes unseen.
+fn warn_unknown_default(
+    ctx: &mut Context,
+    settings: &SchedulerSettings,
+    candidates: &[Candidate],
+) -> std::io::Result<()> {
+    let Some(name) = settings.applied().default_policy_name else {
+        return Ok(());
+    };
+    let lacks = |c: &&Candidate| c.sim.as_ref().is_some_and(|s| !s.policies().any(|p| p.name == name));
+    if candidates.iter().any(|c| lacks(&c)) {
+        writeln!(
+            ctx.err,
+            "{}: the scheduler's defaultPolicyName `{}` is not among the documents given with -f: a job whose queue names no policy cannot be replayed",
+            ctx.style.warning("warning"),
+            crate::diag::shown(&name)
+        )?;
+    }
+    Ok(())
 }
 
 /// Each candidate's files (named) and the baseline's, when it has files: every document
