@@ -1,6 +1,6 @@
 //! clap's own refusals (an unknown flag, a value not among a flag's choices, a value missing,
 //! two flags that exclude each other) in the house's words, as every other error of retryctl
-//! says things (docs/reference/cli.md "Errors"): each flag, value and subcommand in backticks,
+//! says things (docs/cli.md "Errors"): each flag, value and subcommand in backticks,
 //! not clap's 'single quotes', and a number refused with what was expected rather than Rust's
 //! parse error ("invalid digit found in string").
 //!
@@ -238,8 +238,6 @@ mod tests {
     /// clap's styles go, whatever else holds an escape.
     #[test]
     fn only_styles_are_taken_out() {
-        let help = command().try_get_matches_from(["retryctl"]).unwrap_err();
-        assert_eq!(house_words(&help), None, "a verb's help is clap's");
         let named = ["v\x1b[1mw".to_string()];
         assert_eq!(
             plain(
@@ -248,5 +246,12 @@ mod tests {
             ),
             "error: 'v\x1b[1mw' \x1b[2J"
         );
+    }
+
+    /// The help a verb without its subcommand shows is left to clap, as its `--help` is.
+    #[test]
+    fn a_verbs_help_is_not_rewritten() {
+        let help = command().try_get_matches_from(["retryctl"]).unwrap_err();
+        assert_eq!(house_words(&help), None, "a verb's help is clap's");
     }
 }

@@ -55,9 +55,16 @@ pub struct Notes {
 
 impl Notes {
     /// Every count, in one order (so that adding and taking back name each once). Taken
-    /// apart whole: a count added to [`Notes`] and not here does not compile.
+    /// apart whole (a pattern without `..`): a count added to [`Notes`] and not here does not
+    /// compile. The fields are listed once, for the pattern and the array alike.
     fn counts(&mut self) -> [&mut u64; 19] {
-        let Notes {
+        macro_rules! each {
+            ($($count:ident),* $(,)?) => {{
+                let Notes { $($count),* } = self;
+                [$($count),*]
+            }};
+        }
+        each!(
             runs,
             no_category,
             first_exit_code_only,
@@ -77,28 +84,7 @@ impl Notes {
             hint_kept,
             lease_return_unplaced,
             started_early,
-        } = self;
-        [
-            runs,
-            no_category,
-            first_exit_code_only,
-            no_exit_code,
-            error_text_dropped,
-            error_text_truncated,
-            in_flight_jobs,
-            in_flight_runs,
-            terminated,
-            unable_to_schedule,
-            max_runs_exceeded,
-            after_max_runs,
-            unknown_state,
-            out_of_order_times,
-            missing_times,
-            debug_not_document,
-            hint_kept,
-            lease_return_unplaced,
-            started_early,
-        ]
+        )
     }
 
     pub fn add(&mut self, o: &Notes) {

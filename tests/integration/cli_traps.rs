@@ -574,33 +574,21 @@ fn diff_takes_no_dry_run() {
 #[test]
 fn a_retry_policy_no_document_holds_is_refused_once() {
     let home = temp_home();
-    let history = ["--history", "testdata/route/week.jsonl"];
     let refused = "exit: 3\n--- stdout\n--- stderr\nerror: `--retry-policy` names policies `nosuch`, `other` that are not among the documents given with -f (known: `infra`)\n";
-    let simulate = retryctl(home.path())
-        .args([
-            "simulate",
-            "-f",
-            "testdata/policies/valid/infra.yaml",
-            "--retry-policy",
-            "nosuch,infra,other",
-        ])
-        .args(history)
-        .output()
-        .unwrap();
-    assert_eq!(format_output(&simulate), refused);
-    let tune = retryctl(home.path())
-        .args([
-            "tune",
-            "-f",
-            "testdata/policies/valid/infra.yaml",
-            "--retry-policy",
-            "nosuch,infra,other",
-        ])
-        .args(["--vary", "infra:retryLimit=1..3"])
-        .args(history)
-        .output()
-        .unwrap();
-    assert_eq!(format_output(&tune), refused);
+    for verb in [&["simulate"][..], &["tune", "--vary", "infra:retryLimit=1..3"]] {
+        let out = retryctl(home.path())
+            .args(verb)
+            .args([
+                "-f",
+                "testdata/policies/valid/infra.yaml",
+                "--retry-policy",
+                "nosuch,infra,other",
+            ])
+            .args(["--history", "testdata/route/week.jsonl"])
+            .output()
+            .unwrap();
+        assert_eq!(format_output(&out), refused, "{verb:?}");
+    }
 }
 
 /// A field path with an empty name (`..`, a dot at either end) is refused, not read as the

@@ -232,23 +232,23 @@ pub fn policy_set(
     }
     // A name `--retry-policy` gives that no document holds is a typo: said once, here, rather
     // than as an error on every job whose queue is not among the documents.
-    let unknown: Vec<&String> = retry_policies
+    let unknown: Vec<String> = retry_policies
         .unwrap_or_default()
         .iter()
         .filter(|n| !policies.iter().any(|p| &p.name == *n))
+        .map(|n| crate::diag::quote(n))
         .collect();
     if !unknown.is_empty() {
-        let names =
-            |all: &mut dyn Iterator<Item = &String>| all.map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ");
         let (noun, verb) = if unknown.len() == 1 {
             ("policy", "is")
         } else {
             ("policies", "are")
         };
+        let known: Vec<&str> = policies.iter().map(|p| p.name.as_str()).collect();
         return Err(Unusable::Invalid(CliError::invalid(format!(
             "`--retry-policy` names {noun} {} that {verb} not among the documents given with -f (known: {})",
-            names(&mut unknown.into_iter()),
-            names(&mut policies.iter().map(|p| &p.name)),
+            unknown.join(", "),
+            crate::diag::one_of(&known),
         ))));
     }
     Simulator::new(policies, queues, retry_policies.map(<[String]>::to_vec))

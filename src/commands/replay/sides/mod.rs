@@ -301,13 +301,13 @@ fn warn_unknown_default(
     let Some(name) = settings.applied().default_policy_name else {
         return Ok(());
     };
-    let lacks = |c: &&Candidate| c.sim.as_ref().is_some_and(|s| !s.policies().any(|p| p.name == name));
-    if candidates.iter().any(|c| lacks(&c)) {
+    let lacks = |sim: &Simulator| !sim.policies().any(|p| p.name == name);
+    if candidates.iter().filter_map(|c| c.sim.as_ref()).any(lacks) {
         writeln!(
             ctx.err,
-            "{}: the scheduler's defaultPolicyName `{}` is not among the documents given with -f: a job whose queue names no policy cannot be replayed",
+            "{}: the scheduler's defaultPolicyName {} is not among the documents given with -f: a job whose queue names no policy cannot be replayed",
             ctx.style.warning("warning"),
-            crate::diag::shown(&name)
+            crate::diag::quote(&name)
         )?;
     }
     Ok(())
