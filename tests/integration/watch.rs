@@ -118,8 +118,10 @@ impl Watch {
         let stderr = child.stderr.take().unwrap();
         std::thread::spawn(move || {
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                let _ = first_tx.send(line.clone());
-                sink.lock().unwrap().push(line);
+                // In the log before it is handed on: a test that reads the log once the
+                // start-up line came finds that line there (it raced, and lost once in CI).
+                sink.lock().unwrap().push(line.clone());
+                let _ = first_tx.send(line);
             }
         });
         // Notes may come first (a state resumed, the scheduler's settings assumed); the
